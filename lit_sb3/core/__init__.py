@@ -1,0 +1,1 @@
+"""Core types, schedules, noise, preprocessing and evaluation."""

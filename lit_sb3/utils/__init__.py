@@ -1,0 +1,1 @@
+"""Utilities: math, system info, training helpers, save/load."""

@@ -1,0 +1,51 @@
+"""``bench`` command line: one sub-command per module in :mod:`lit_sb3.zoo.commands`.
+
+Each command module defines ``add_parser(subparsers) -> argparse.ArgumentParser`` (which sets
+``func=run`` as a default) and ``run(args) -> int``. Modules are imported only when listed here, and heavy
+libraries (mlflow, optuna, rliable) only inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from lit_sb3.zoo.errors import BenchError
+
+COMMANDS = ("run", "tune", "report", "list", "show_config", "random_scores")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bench", description="Train, tune and compare RL algorithms (lit_sb3).")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"lit_sb3.zoo.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"lit_sb3.zoo.commands.{name}":
+                continue
+            raise
+        module.add_parser(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except BenchError as exc:
+        print(f"bench {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"bench {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
