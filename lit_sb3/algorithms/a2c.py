@@ -1,0 +1,166 @@
+"""Advantage Actor Critic (A2C), Mnih et al. 2016 — SB3's A2C as a LightningModule.
+
+One update per rollout over the whole batch, readable top to bottom in :meth:`A2C.train`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from gymnasium import spaces
+from torch.nn import functional as F
+
+from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+from lit_sb3.buffers.rollout import RolloutBuffer
+from lit_sb3.core.types import Schedule
+from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
+from lit_sb3.utils.math import explained_variance
+
+SelfA2C = TypeVar("SelfA2C", bound="A2C")
+
+__all__ = ["A2C"]
+
+
+class A2C(OnPolicyAlgorithm):
+    """Advantage Actor Critic with SB3 2.x arguments and defaults.
+
+    Args:
+        policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        learning_rate: learning rate, constant or schedule.
+        n_steps: steps per env per update.
+        gamma: discount factor.
+        gae_lambda: GAE lambda (1.0 = classic advantage).
+        ent_coef: entropy coefficient.
+        vf_coef: value loss coefficient.
+        max_grad_norm: gradient clipping norm.
+        rms_prop_eps: RMSprop epsilon.
+        use_rms_prop: RMSprop (SB3's default) instead of Adam.
+        use_sde: gSDE exploration.
+        sde_sample_freq: gSDE noise resampling frequency.
+        rollout_buffer_class: rollout buffer class.
+        rollout_buffer_kwargs: rollout buffer kwargs.
+        normalize_advantage: normalise advantages.
+        stats_window_size: episodes averaged for logging.
+        tensorboard_log: accepted for SB3 compatibility.
+        policy_kwargs: policy arguments.
+        verbose: verbosity level.
+        seed: random seed.
+        device: torch device.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": ActorCriticPolicy,
+        "CnnPolicy": ActorCriticCnnPolicy,
+        "MultiInputPolicy": MultiInputActorCriticPolicy,
+    }
+
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        learning_rate: float | Schedule = 7e-4,
+        n_steps: int = 5,
+        gamma: float = 0.99,
+        gae_lambda: float = 1.0,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        rms_prop_eps: float = 1e-5,
+        use_rms_prop: bool = True,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        rollout_buffer_class: type[RolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        normalize_advantage: bool = False,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class,
+            rollout_buffer_kwargs=rollout_buffer_kwargs,
+            stats_window_size=stats_window_size,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
+        )
+        self.normalize_advantage = normalize_advantage
+        self.rms_prop_eps = rms_prop_eps
+        self.use_rms_prop = use_rms_prop
+        self.tensorboard_log = tensorboard_log
+        # SB3: RMSprop with TF-like settings unless the user chose an optimizer
+        if use_rms_prop and "optimizer_class" not in self.policy_kwargs:
+            self.policy_kwargs["optimizer_class"] = th.optim.RMSprop
+            self.policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
+
+    @property
+    def _default_log_every_n_steps(self) -> int:
+        return 100
+
+    def _constructor_params(self) -> dict[str, Any]:
+        params = super()._constructor_params()
+        if self.use_rms_prop:  # re-derived by the constructor on load
+            kwargs = dict(params.get("policy_kwargs") or {})
+            kwargs.pop("optimizer_class", None)
+            kwargs.pop("optimizer_kwargs", None)
+            params["policy_kwargs"] = kwargs
+        return params
+
+    def train(self) -> None:
+        """A2C update: one gradient step on the whole rollout."""
+        self.policy.set_training_mode(True)
+        optimizer = self.policy.optimizer
+        self._update_learning_rate(optimizer)
+        for rollout_data in self.rollout_buffer.get(batch_size=None):
+            actions = rollout_data.actions
+            if isinstance(self.action_space, spaces.Discrete):
+                actions = actions.long().flatten()
+            values, log_prob, entropy = self.policy.evaluate_actions(rollout_data.observations, actions)
+            values = values.flatten()
+
+            advantages = rollout_data.advantages
+            if self.normalize_advantage:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+            policy_loss = -(advantages * log_prob).mean()
+            value_loss = F.mse_loss(rollout_data.returns, values)
+            entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
+            loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+
+            optimizer.zero_grad(set_to_none=True)
+            self.manual_backward(loss)
+            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            optimizer.step()
+
+        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
+        self._n_updates += 1
+        self.record("train/n_updates", self._n_updates)
+        self.record("train/explained_variance", explained_var)
+        self.record("train/entropy_loss", entropy_loss.detach())
+        self.record("train/policy_loss", policy_loss.detach())
+        self.record("train/value_loss", value_loss.detach())
+        if hasattr(self.policy, "log_std"):
+            self.record("train/std", th.exp(self.policy.log_std.detach()).mean())
+
+    def learn(self: SelfA2C, total_timesteps: int, env=None, callback=None, log_every_n_steps: int | None = 100,
+              tb_log_name: str = "A2C", reset_num_timesteps: bool = True, progress_bar: bool = False,
+              default_root_dir=None) -> SelfA2C:
+        """See :meth:`BaseAlgorithm.learn` (``log_every_n_steps`` counts iterations)."""
+        return super().learn(total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps,
+                             tb_log_name=tb_log_name, reset_num_timesteps=reset_num_timesteps,
+                             progress_bar=progress_bar, default_root_dir=default_root_dir)

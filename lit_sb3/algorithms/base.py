@@ -1,0 +1,782 @@
+"""BaseAlgorithm: the LightningModule every lit_sb3 algorithm derives from.
+
+The env is not a constructor argument: it comes from an :class:`~lit_sb3.datamodule.RLEnvDataModule` given to
+:meth:`RLTrainer.fit <lit_sb3.trainer.RLTrainer.fit>` (or ``learn(env=...)``). The model builds its networks
+lazily, once the spaces are known. Logging is buffered: scalars are kept as tensors/numbers and sent to every
+logger in ``trainer.loggers`` once per log interval with ``step = num_timesteps`` (env steps).
+"""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import random
+import time
+import warnings
+from collections import deque
+from collections.abc import Iterable
+from typing import Any, ClassVar, TypeVar
+
+import gymnasium as gym
+import lightning as L
+import numpy as np
+import torch as th
+from gymnasium import spaces
+
+from lit_sb3.callbacks.base import BaseCallback, CallbackList, ConvertCallback
+from lit_sb3.core.preprocessing import check_for_nested_spaces, get_device
+from lit_sb3.core.schedules import get_schedule_fn
+from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.policies.base import BasePolicy
+from lit_sb3.policies.registry import resolve_policy_class
+from lit_sb3.utils.save import from_jsonable, jsonable, load_archive, save_archive, space_from_dict, space_to_dict
+from lit_sb3.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
+from lit_sb3.vec_env.env_util import wrap_env
+
+SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
+
+__all__ = ["BaseAlgorithm"]
+
+
+class BaseAlgorithm(L.LightningModule):
+    """Base class of the RL algorithms (SB3's ``BaseAlgorithm`` as a LightningModule).
+
+    Args:
+        policy: policy class or alias (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"``).
+        learning_rate: learning rate, constant or a schedule of ``progress_remaining``.
+        policy_kwargs: extra arguments for the policy.
+        stats_window_size: episodes averaged for ``rollout/ep_rew_mean`` and ``rollout/success_rate``.
+        verbose: 0 silent, 1 info, 2 debug.
+        device: ``"auto"``, ``"cpu"`` or ``"cuda"``.
+        support_multi_env: whether several envs can be used at once.
+        monitor_wrapper: wrap a plain env in a Monitor.
+        seed: random seed (python, numpy, torch, action space and env).
+        use_sde: generalised state-dependent exploration.
+        sde_sample_freq: resample the gSDE noise matrix every n steps (-1: only at rollout start).
+        supported_action_spaces: action spaces the algorithm accepts.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
+    automatic_optimization = False
+    # constructor arguments that are not stored in saved archives
+    _excluded_save_params: ClassVar[tuple[str, ...]] = ("device",)
+
+    policy: BasePolicy
+
+    def __init__(
+        self,
+        policy: str | type[BasePolicy],
+        learning_rate: float | Schedule,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        verbose: int = 0,
+        device: th.device | str = "auto",
+        support_multi_env: bool = False,
+        monitor_wrapper: bool = True,
+        seed: int | None = None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        supported_action_spaces: tuple[type[spaces.Space], ...] | None = None,
+    ) -> None:
+        super().__init__()
+        if isinstance(policy, str):
+            self.policy_class = resolve_policy_class(self.policy_aliases, policy, type(self).__name__)
+        else:
+            self.policy_class = policy
+        self.policy_alias = policy if isinstance(policy, str) else None
+        self._device = get_device(device)
+        self.requested_device = str(device)
+        if verbose >= 1:
+            print(f"Using {self._device} device")
+        self.verbose = verbose
+        self.policy_kwargs = {} if policy_kwargs is None else dict(policy_kwargs)
+        self.learning_rate = learning_rate
+        self.stats_window_size = stats_window_size
+        self.seed = seed
+        self.use_sde = use_sde
+        self.sde_sample_freq = sde_sample_freq
+        self.monitor_wrapper = monitor_wrapper
+        self._support_multi_env = support_multi_env
+        self._supported_action_spaces = supported_action_spaces
+
+        self.env: VecEnv | None = None
+        self._vec_normalize_env: VecNormalize | None = None
+        self.n_envs: int
+        self.observation_space: spaces.Space
+        self.action_space: spaces.Space
+
+        self.num_timesteps = 0
+        self._total_timesteps = 0
+        self._num_timesteps_at_start = 0
+        self._episode_num = 0
+        self._n_updates = 0
+        self.start_time = 0
+        self._current_progress_remaining = 1.0
+        self._last_obs: np.ndarray | dict[str, np.ndarray] | None = None
+        self._last_episode_starts: np.ndarray | None = None
+        self._last_original_obs: np.ndarray | dict[str, np.ndarray] | None = None
+        self.ep_info_buffer: deque | None = None
+        self.ep_success_buffer: deque | None = None
+        self.lr_schedule: Schedule
+        self._log_buffer: dict[str, Any] = {}
+        self.last_logged: dict[str, float] = {}
+        self._trainer_logger = None
+        self._rl_callback: BaseCallback | None = None
+        self._log_interval = 1
+        self._rl_trainer_ref = None
+        self._pending_rl_state: dict[str, Any] | None = None
+
+        if use_sde and supported_action_spaces is not None and spaces.Box not in supported_action_spaces:
+            raise ValueError("generalized State-Dependent Exploration (gSDE) can only be used with continuous actions.")
+
+    # ------------------------------------------------------------------
+    # Env handling
+    # ------------------------------------------------------------------
+
+    def _wrap_env(self, env: GymEnv | str, n_envs: int = 1) -> VecEnv:
+        return wrap_env(env, n_envs=n_envs, monitor_wrapper=self.monitor_wrapper, verbose=self.verbose)
+
+    def _init_env_metadata(
+        self,
+        env: GymEnv | str,
+        supported_action_spaces: tuple[type[spaces.Space], ...] | None = None,
+        support_multi_env: bool | None = None,
+    ) -> None:
+        """Wrap ``env`` as a VecEnv, check its spaces and attach it (spaces must match a loaded model's)."""
+        supported_action_spaces = supported_action_spaces or self._supported_action_spaces
+        support_multi_env = self._support_multi_env if support_multi_env is None else support_multi_env
+        vec_env = self._wrap_env(env)
+        check_for_nested_spaces(vec_env.observation_space)
+        if supported_action_spaces is not None and not isinstance(vec_env.action_space, supported_action_spaces):
+            allowed = ", ".join(cls.__name__ for cls in supported_action_spaces)
+            raise ValueError(
+                f"{type(self).__name__} does not support the action space {vec_env.action_space} "
+                f"({type(vec_env.action_space).__name__}); supported: {allowed}."
+            )
+        if not support_multi_env and vec_env.num_envs > 1:
+            raise ValueError(f"{type(self).__name__} does not support multiple envs (got {vec_env.num_envs}); use a single env.")
+        if self.use_sde and not isinstance(vec_env.action_space, spaces.Box):
+            raise ValueError("generalized State-Dependent Exploration (gSDE) can only be used with continuous actions.")
+        if isinstance(vec_env.action_space, spaces.Box):
+            if not (np.all(np.isfinite(vec_env.action_space.low)) and np.all(np.isfinite(vec_env.action_space.high))):
+                raise ValueError("Continuous action space must have a finite lower and upper bound")
+        if getattr(self, "observation_space", None) is not None and hasattr(self, "policy"):
+            self._check_spaces_match(vec_env)
+        self.observation_space = vec_env.observation_space
+        self.action_space = vec_env.action_space
+        self.n_envs = vec_env.num_envs
+        self.env = vec_env
+        self._vec_normalize_env = unwrap_vec_normalize(vec_env)
+
+    def _check_spaces_match(self, env: VecEnv) -> None:
+        if env.observation_space != self.observation_space:
+            raise ValueError(
+                f"Observation spaces do not match: the model expects {self.observation_space}, the env has "
+                f"{env.observation_space}."
+            )
+        if env.action_space != self.action_space:
+            raise ValueError(
+                f"Action spaces do not match: the model expects {self.action_space}, the env has {env.action_space}."
+            )
+
+    def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
+        """Attach a new env (same spaces); ``force_reset`` discards the last observation."""
+        self._init_env_metadata(env)
+        if force_reset:
+            self._last_obs = None
+
+    def get_env(self) -> VecEnv | None:
+        """The current training env."""
+        return self.env
+
+    def get_vec_normalize_env(self) -> VecNormalize | None:
+        """The VecNormalize wrapper of the training env, if any."""
+        return self._vec_normalize_env
+
+    @property
+    def policy_ready(self) -> bool:
+        return isinstance(getattr(self, "policy", None), th.nn.Module)
+
+    # ------------------------------------------------------------------
+    # Set-up
+    # ------------------------------------------------------------------
+
+    def _setup_model(self) -> None:
+        """Build the policy (and buffers) once the spaces are known."""
+        raise NotImplementedError
+
+    def _setup_lr_schedule(self) -> None:
+        self.lr_schedule = get_schedule_fn(self.learning_rate)
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        self._current_progress_remaining = 1.0 - float(num_timesteps) / float(max(total_timesteps, 1))
+
+    def _update_learning_rate(self, optimizers: th.optim.Optimizer | Iterable[th.optim.Optimizer]) -> None:
+        """Set every optimizer's learning rate from the schedule and record it."""
+        lr = self.lr_schedule(self._current_progress_remaining)
+        self.record("train/learning_rate", lr)
+        if isinstance(optimizers, th.optim.Optimizer) or hasattr(optimizers, "param_groups"):
+            optimizers = [optimizers]  # type: ignore[list-item]
+        for optimizer in optimizers:
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """Seed python, numpy, torch, the action space and the env.
+
+        Args:
+            seed: the seed (nothing happens for ``None``).
+        """
+        if seed is None:
+            return
+        random.seed(seed)
+        np.random.seed(seed)
+        th.manual_seed(seed)
+        if th.cuda.is_available():
+            th.cuda.manual_seed_all(seed)
+        if getattr(self, "action_space", None) is not None:
+            self.action_space.seed(seed)
+        if self.env is not None:
+            self.env.seed(seed)
+
+    def _get_policy_kwargs_for_build(self) -> dict[str, Any]:
+        return dict(self.policy_kwargs)
+
+    # ------------------------------------------------------------------
+    # Learning set-up shared by on- and off-policy algorithms
+    # ------------------------------------------------------------------
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        run_name: str = "run",
+        reset_num_timesteps: bool | None = None,
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        """Reset counters (unless continuing), reset the env and build the callback."""
+        trainer = self._rl_trainer_ref
+        if reset_num_timesteps is None:
+            reset_num_timesteps = getattr(trainer, "_rl_reset_num_timesteps", True)
+        if progress_bar is False and trainer is not None:
+            progress_bar = bool(getattr(trainer, "_rl_progress_bar", False))
+        self.start_time = time.time_ns()
+        if self.ep_info_buffer is None or reset_num_timesteps:
+            self.ep_info_buffer = deque(maxlen=self.stats_window_size)
+            self.ep_success_buffer = deque(maxlen=self.stats_window_size)
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+            self._episode_num = 0
+        else:
+            total_timesteps += self.num_timesteps
+        self._total_timesteps = total_timesteps
+        self._num_timesteps_at_start = self.num_timesteps
+        if reset_num_timesteps or self._last_obs is None:
+            assert self.env is not None
+            self._last_obs = self.env.reset()  # type: ignore[assignment]
+            self._last_episode_starts = np.ones((self.env.num_envs,), dtype=bool)
+            if self._vec_normalize_env is not None:
+                self._last_original_obs = self._vec_normalize_env.get_original_obs()
+        callback = self._init_callback(callback, progress_bar)
+        return total_timesteps, callback
+
+    def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
+        if isinstance(callback, list):
+            callback = CallbackList(callback)
+        if not isinstance(callback, BaseCallback):
+            callback = ConvertCallback(callback)
+        if progress_bar:
+            from lit_sb3.callbacks.progress import ProgressBarCallback
+
+            callback = CallbackList([callback, ProgressBarCallback()])
+        callback.init_callback(self)
+        return callback
+
+    def _update_info_buffer(self, infos: list[dict[str, Any]], dones: np.ndarray | None = None) -> None:
+        assert self.ep_info_buffer is not None and self.ep_success_buffer is not None
+        if dones is None:
+            dones = np.array([False] * len(infos))
+        for idx, info in enumerate(infos):
+            maybe_ep_info = info.get("episode")
+            maybe_is_success = info.get("is_success")
+            if maybe_ep_info is not None:
+                self.ep_info_buffer.extend([maybe_ep_info])
+            if maybe_is_success is not None and dones[idx]:
+                self.ep_success_buffer.append(maybe_is_success)
+
+    def _has_reached_rl_budget(self) -> bool:
+        trainer = self._rl_trainer_ref
+        if trainer is not None:
+            trainer._update_rl_timesteps(self.num_timesteps)
+            return bool(trainer.rl_budget_reached)
+        return self.num_timesteps >= self._total_timesteps
+
+    # ------------------------------------------------------------------
+    # RLTrainer protocol (overridden by the families)
+    # ------------------------------------------------------------------
+
+    @property
+    def _default_log_every_n_steps(self) -> int:
+        return 1
+
+    def _prepare_fit(self, callback: BaseCallback, log_every_n_steps: int) -> None:
+        self._rl_callback = callback
+        self._log_interval = log_every_n_steps
+
+    def _rl_max_epochs(self, total_timesteps: int) -> int:
+        # One endless epoch, stopped by the env-step budget; -1 (no epoch limit) also lets a run that was
+        # checkpointed after its epoch ended resume and continue.
+        return -1
+
+    def _pre_fit_hook(self, callback: BaseCallback) -> None:
+        """Algorithm-specific work right before Lightning's loop starts (default: nothing)."""
+
+    def train_dataloader(self):
+        """An endless stream of tokens: each one is one ``training_step`` (a collect/update cycle)."""
+        from torch.utils.data import DataLoader
+
+        from lit_sb3.data.replay import InfiniteReplayBufferDataset
+
+        return DataLoader(InfiniteReplayBufferDataset(), batch_size=None, num_workers=0)
+
+    def on_fit_start(self) -> None:
+        self._on_device_ready()
+        self._apply_pending_rl_state()
+
+    def _on_device_ready(self) -> None:
+        """Hook: Lightning has placed the module on its device (buffers can follow)."""
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if self._has_reached_rl_budget() or getattr(self, "_stop_requested", False):
+            self.trainer.should_stop = True
+
+    def on_train_end(self) -> None:
+        if self._rl_callback is not None:
+            self._rl_callback.on_training_end()
+
+    # ------------------------------------------------------------------
+    # Logging (buffered; sent to trainer.loggers with step = env steps)
+    # ------------------------------------------------------------------
+
+    def record(self, key: str, value: Any, exclude: Any = None) -> None:
+        """Buffer one scalar (a number or a 0-d tensor: converted only when flushed)."""
+        self._log_buffer[key] = value
+
+    def record_mean(self, key: str, value: Any) -> None:
+        """Buffer one scalar (alias of :meth:`record`, for SB3 compatibility)."""
+        self._log_buffer[key] = value
+
+    def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        """Send ``metrics`` plus everything buffered to every Lightning logger at ``step`` (env steps)."""
+        merged = {**self._log_buffer, **metrics}
+        self._log_buffer = {}
+        if not merged:
+            return
+        tensors = {k: v for k, v in merged.items() if isinstance(v, th.Tensor)}
+        if tensors:  # one device sync for all tensors
+            values = th.stack([v.detach().float().reshape(()) for v in tensors.values()]).cpu().tolist()
+            merged.update(dict(zip(tensors, values)))
+        clean = {k: float(v) for k, v in merged.items() if isinstance(v, (int, float, np.number, bool))}
+        self.last_logged.update(clean)
+        step = self.num_timesteps if step is None else step
+        trainer = self._trainer
+        if trainer is None:
+            return
+        for logger in trainer.loggers:
+            logger.log_metrics(clean, step=step)
+
+    def flush_logs(self) -> None:
+        """Send whatever is still buffered."""
+        if self._log_buffer:
+            self.log_metrics({}, step=self.num_timesteps)
+
+    def hyperparameters_for_logging(self) -> dict[str, Any]:
+        """The constructor arguments, flattened to strings/numbers for loggers."""
+        params = {}
+        for key, value in self._constructor_params().items():
+            try:
+                params[key] = value if isinstance(value, (int, float, str, bool)) or value is None else str(jsonable(value))
+            except TypeError:
+                params[key] = repr(value)
+        params["algo"] = type(self).__name__
+        return params
+
+    def _fps(self) -> int:
+        elapsed = max((time.time_ns() - self.start_time) / 1e9, 1e-9)
+        return int((self.num_timesteps - self._num_timesteps_at_start) / elapsed)
+
+    # ------------------------------------------------------------------
+    # Inference
+    # ------------------------------------------------------------------
+
+    def predict(
+        self,
+        observation: np.ndarray | dict[str, np.ndarray],
+        state: tuple[np.ndarray, ...] | None = None,
+        episode_start: np.ndarray | None = None,
+        deterministic: bool = False,
+    ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
+        """Action(s) for ``observation`` (SB3 semantics: numpy in, numpy out).
+
+        Args:
+            observation: one observation or a batch of them.
+            state: recurrent state (unused by these policies).
+            episode_start: episode starts (for recurrent policies).
+            deterministic: return the mode instead of a sample.
+        """
+        if not self.policy_ready:
+            raise RuntimeError(f"{type(self).__name__} has no policy yet: train it (fit/learn) or load one first.")
+        return self.policy.predict(observation, state, episode_start, deterministic)
+
+    # ------------------------------------------------------------------
+    # Trainer creation and SB3's learn()
+    # ------------------------------------------------------------------
+
+    def create_trainer(
+        self,
+        max_steps: int,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        run_name: str = "run",
+        reset_num_timesteps: bool = True,
+        enable_progress_bar: bool = False,
+        default_root_dir: str | pathlib.Path | None = None,
+        logger: Any = None,
+    ):
+        """An :class:`RLTrainer` on this model's device (used by :meth:`learn`)."""
+        from lit_sb3.trainer import RLTrainer
+
+        trainer = RLTrainer(
+            max_steps=max_steps,
+            rl_callback=callback,
+            run_name=run_name,
+            accelerator="gpu" if self.device.type == "cuda" else "cpu",
+            devices=1,
+            log_every_n_steps=log_every_n_steps,
+            enable_progress_bar=enable_progress_bar,
+            default_root_dir=default_root_dir,
+            logger=logger,
+        )
+        trainer._rl_reset_num_timesteps = reset_num_timesteps
+        return trainer
+
+    def learn(
+        self: SelfBaseAlgorithm,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str = "run",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: str | pathlib.Path | None = None,
+    ) -> SelfBaseAlgorithm:
+        """Train for ``total_timesteps`` env steps (SB3 API; delegates to :meth:`RLTrainer.fit`).
+
+        Args:
+            total_timesteps: env steps to collect.
+            env: the training env (id, gym env, callable or VecEnv); defaults to the env already attached.
+            callback: SB3-style callback(s).
+            log_every_n_steps: log interval (episodes for off-policy, iterations for on-policy).
+            tb_log_name: run name of the default TensorBoard logger.
+            reset_num_timesteps: reset the step counter (False continues it).
+            progress_bar: show a progress bar over env steps.
+            default_root_dir: folder for logs.
+        """
+        from lit_sb3.datamodule import RLEnvDataModule
+
+        if env is None:
+            env = self.env
+        if env is None:
+            raise TypeError("learn() requires an env argument (the env is not a constructor argument in lit_sb3).")
+        dm = RLEnvDataModule(train_env=env, verbose=self.verbose)
+        trainer = self.create_trainer(
+            max_steps=total_timesteps,
+            callback=callback,
+            log_every_n_steps=log_every_n_steps,
+            run_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            enable_progress_bar=progress_bar,
+            default_root_dir=default_root_dir,
+        )
+        return trainer.fit(self, datamodule=dm)  # type: ignore[return-value]
+
+    # ------------------------------------------------------------------
+    # Lightning checkpoints: everything needed to continue a run exactly
+    # ------------------------------------------------------------------
+
+    def _extra_checkpoint_state(self) -> dict[str, Any]:
+        """Hook: algorithm-specific state for Lightning checkpoints (tensors/numbers only)."""
+        return {}
+
+    def _load_extra_checkpoint_state(self, state: dict[str, Any]) -> None:
+        """Hook: restore :meth:`_extra_checkpoint_state`."""
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        from lit_sb3.utils.env_state import capture_vec_env_state
+
+        def _obs(value: Any) -> Any:
+            if value is None:
+                return None
+            if isinstance(value, dict):
+                return {k: th.as_tensor(np.asarray(v)) for k, v in value.items()}
+            return th.as_tensor(np.asarray(value))
+
+        np_state = np.random.get_state(legacy=False)
+        np_state["state"]["key"] = np_state["state"]["key"].astype(np.int64).tolist()
+        state = {
+            "num_timesteps": self.num_timesteps,
+            "total_timesteps": self._total_timesteps,
+            "episode_num": self._episode_num,
+            "n_updates": self._n_updates,
+            "progress_remaining": self._current_progress_remaining,
+            "last_obs": _obs(self._last_obs),
+            "last_original_obs": _obs(self._last_original_obs),
+            "last_episode_starts": _obs(self._last_episode_starts),
+            "ep_info_buffer": [dict(info) for info in (self.ep_info_buffer or [])],
+            "ep_success_buffer": [bool(x) for x in (self.ep_success_buffer or [])],
+            "rng": {
+                "python": list(random.getstate()[1]) + [random.getstate()[0], random.getstate()[2]],
+                "numpy": np_state,
+                "torch": th.get_rng_state(),
+                "action_space": self.action_space.np_random.bit_generator.state,
+            },
+            "vec_normalize": self._vec_normalize_env.state_dict() if self._vec_normalize_env is not None else None,
+            "env_state": capture_vec_env_state(self.env) if self.env is not None else None,
+            "extra": self._extra_checkpoint_state(),
+            "spaces": {"observation": space_to_dict(self.observation_space), "action": space_to_dict(self.action_space)},
+        }
+        checkpoint["lit_sb3"] = _to_checkpoint_safe(state)
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Lightning restores weights and optimizers itself; the RL state is applied when fit starts
+        # (after the env has been reset), see :meth:`_apply_pending_rl_state`.
+        self._pending_rl_state = checkpoint.get("lit_sb3")
+
+    def _apply_pending_rl_state(self) -> None:
+        from lit_sb3.utils.env_state import restore_vec_env_state
+
+        state = self._pending_rl_state
+        if state is None:
+            return
+        self._pending_rl_state = None
+        self.num_timesteps = int(state["num_timesteps"])
+        self._num_timesteps_at_start = self.num_timesteps
+        self._episode_num = int(state["episode_num"])
+        self._n_updates = int(state["n_updates"])
+        self._current_progress_remaining = float(state["progress_remaining"])
+
+        def _np(value: Any) -> Any:
+            if value is None:
+                return None
+            if isinstance(value, dict):
+                return {k: v.numpy() for k, v in value.items()}
+            return value.numpy()
+
+        self._last_obs = _np(state["last_obs"])
+        self._last_original_obs = _np(state["last_original_obs"])
+        self._last_episode_starts = _np(state["last_episode_starts"])
+        self.ep_info_buffer = deque(state["ep_info_buffer"], maxlen=self.stats_window_size)
+        self.ep_success_buffer = deque(state["ep_success_buffer"], maxlen=self.stats_window_size)
+        rng = state["rng"]
+        py = rng["python"]
+        random.setstate((py[-2], tuple(py[:-2]), py[-1]))
+        np_state = dict(rng["numpy"])
+        np_state["state"] = {**np_state["state"], "key": np.asarray(np_state["state"]["key"], dtype=np.uint32)}
+        np.random.set_state(np_state)
+        th.set_rng_state(rng["torch"])
+        self.action_space.np_random.bit_generator.state = rng["action_space"]
+        if state["vec_normalize"] is not None and self._vec_normalize_env is not None:
+            self._vec_normalize_env.load_state_dict(state["vec_normalize"])
+        if state["env_state"] is not None and self.env is not None:
+            restore_vec_env_state(self.env, state["env_state"])
+        self._load_extra_checkpoint_state(state["extra"])
+
+    # ------------------------------------------------------------------
+    # Save / load (safe zip archive)
+    # ------------------------------------------------------------------
+
+    def _constructor_params(self) -> dict[str, Any]:
+        import inspect
+
+        params = {}
+        for name in inspect.signature(type(self).__init__).parameters:
+            if name in ("self", "args", "kwargs") or name in self._excluded_save_params:
+                continue
+            if name == "policy":
+                params[name] = self.policy_alias if self.policy_alias is not None else self.policy_class
+            elif hasattr(self, name):
+                params[name] = getattr(self, name)
+        return params
+
+    def _optimizers_to_save(self) -> dict[str, th.optim.Optimizer]:
+        """Hook: named optimizers stored in archives (``get_parameters``)."""
+        optimizer = getattr(self.policy, "optimizer", None)
+        return {"policy.optimizer": optimizer} if optimizer is not None else {}
+
+    def save(
+        self,
+        path: str | pathlib.Path | io.BufferedIOBase,
+        exclude: Iterable[str] | None = None,
+        include: Iterable[str] | None = None,
+    ) -> None:
+        """Save the model to a zip archive (JSON + tensors; loading it never runs code from it).
+
+        Args:
+            path: file path (``.zip`` added when missing) or a writable buffer.
+            exclude: constructor arguments not to store.
+            include: accepted for SB3 compatibility (everything needed is stored).
+        """
+        from lit_sb3.utils.system import get_system_info
+
+        if not self.policy_ready:
+            raise RuntimeError("Nothing to save: the model has no policy yet (train or load it first).")
+        exclude = set(exclude or ())
+        params = {}
+        for key, value in self._constructor_params().items():
+            if key in exclude:
+                continue
+            try:
+                params[key] = jsonable(value)
+            except TypeError as exc:
+                raise TypeError(f"Cannot save argument {key!r} of {type(self).__name__}: {exc}") from exc
+        data = {
+            "algo": type(self).__name__,
+            "params": params,
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+            "n_envs": int(getattr(self, "n_envs", 1)),
+            "num_timesteps": int(self.num_timesteps),
+            "_total_timesteps": int(self._total_timesteps),
+            "_episode_num": int(self._episode_num),
+            "_n_updates": int(self._n_updates),
+            "_current_progress_remaining": float(self._current_progress_remaining),
+        }
+        data.update(self._extra_save_data())
+        info = get_system_info()
+        tensors = {
+            "model": {k: v.detach().cpu() for k, v in self.state_dict().items()},
+            "optimizers": {name: opt.state_dict() for name, opt in self._optimizers_to_save().items()},
+        }
+        save_archive(path, data, tensors, "\n".join(f"- {k}: {v}" for k, v in info.items()))
+
+    def _extra_save_data(self) -> dict[str, Any]:
+        """Hook: more JSON data stored in archives."""
+        return {}
+
+    def _load_extra_save_data(self, data: dict[str, Any]) -> None:
+        """Hook: restore :meth:`_extra_save_data`."""
+
+    @classmethod
+    def load(
+        cls: type[SelfBaseAlgorithm],
+        path: str | pathlib.Path | io.BufferedIOBase,
+        env: GymEnv | str | None = None,
+        device: th.device | str = "auto",
+        custom_objects: dict[str, Any] | None = None,
+        print_system_info: bool = False,
+        force_reset: bool = True,
+        **kwargs: Any,
+    ) -> SelfBaseAlgorithm:
+        """Load a model saved with :meth:`save`.
+
+        Args:
+            path: archive path or readable buffer.
+            env: env to attach (its spaces must match the saved ones).
+            device: device for the model.
+            custom_objects: constructor arguments replacing the stored ones.
+            print_system_info: print the versions stored in the archive.
+            force_reset: reset the env before further training.
+            kwargs: more constructor arguments replacing the stored ones.
+        """
+        data, tensors = load_archive(path, device="cpu")
+        if data.get("algo") != cls.__name__:
+            raise ValueError(f"The archive holds a {data.get('algo')} model, not {cls.__name__}; use {data.get('algo')}.load().")
+        params = {k: from_jsonable(v) for k, v in data["params"].items()}
+        params.update(custom_objects or {})
+        params.update(kwargs)
+        model = cls(device=device, **params)
+        model.observation_space = space_from_dict(data["observation_space"])
+        model.action_space = space_from_dict(data["action_space"])
+        model.n_envs = int(data.get("n_envs", 1))
+        if env is not None:
+            saved_obs, saved_act = model.observation_space, model.action_space
+            vec_env = model._wrap_env(env)
+            if vec_env.observation_space != saved_obs:
+                raise ValueError(f"Observation spaces do not match: the model expects {saved_obs}, the env has {vec_env.observation_space}.")
+            if vec_env.action_space != saved_act:
+                raise ValueError(f"Action spaces do not match: the model expects {saved_act}, the env has {vec_env.action_space}.")
+            model._init_env_metadata(vec_env)
+            model.n_envs = vec_env.num_envs
+        model._setup_model()
+        missing, unexpected = model.load_state_dict(tensors["model"], strict=False)
+        if unexpected or [k for k in missing if not k.startswith("replay")]:
+            raise ValueError(f"The archive does not match {cls.__name__}'s networks (missing {missing[:5]}, unexpected {unexpected[:5]}).")
+        for name, opt in model._optimizers_to_save().items():
+            if name in tensors.get("optimizers", {}):
+                opt.load_state_dict(tensors["optimizers"][name])
+        model.num_timesteps = int(data.get("num_timesteps", 0))
+        model._total_timesteps = int(data.get("_total_timesteps", 0))
+        model._episode_num = int(data.get("_episode_num", 0))
+        model._n_updates = int(data.get("_n_updates", 0))
+        model._current_progress_remaining = float(data.get("_current_progress_remaining", 1.0))
+        model._load_extra_save_data(data)
+        if print_system_info:
+            print("== Archive loaded ==")
+        if not force_reset and env is None:
+            model._last_obs = None
+        return model
+
+    def get_parameters(self) -> dict[str, dict]:
+        """``{"policy": state_dict, "<name>.optimizer": state_dict, ...}``."""
+        params = {"policy": self.policy.state_dict()}
+        params.update({name: opt.state_dict() for name, opt in self._optimizers_to_save().items()})
+        return params
+
+    def set_parameters(
+        self,
+        load_path_or_dict: str | pathlib.Path | dict[str, Any],
+        exact_match: bool = True,
+        device: th.device | str = "auto",
+    ) -> None:
+        """Load parameters from :meth:`get_parameters` output or from an archive.
+
+        Args:
+            load_path_or_dict: a dict like :meth:`get_parameters` returns, or an archive path.
+            exact_match: require every object to be present.
+            device: unused (tensors go to the model's device).
+        """
+        if isinstance(load_path_or_dict, dict):
+            params = load_path_or_dict
+            self.policy.load_state_dict(params["policy"])
+            optimizers = self._optimizers_to_save()
+            for name, state in params.items():
+                if name == "policy":
+                    continue
+                if name not in optimizers:
+                    raise ValueError(f"Unknown object {name!r}; known: {['policy', *optimizers]}")
+                optimizers[name].load_state_dict(state)
+            if exact_match:
+                missing = set(optimizers) - set(params)
+                if missing:
+                    raise ValueError(f"Missing objects {sorted(missing)} (exact_match=True).")
+            return
+        _, tensors = load_archive(load_path_or_dict, device=self.device)
+        self.load_state_dict(tensors["model"], strict=exact_match)
+        for name, opt in self._optimizers_to_save().items():
+            if name in tensors.get("optimizers", {}):
+                opt.load_state_dict(tensors["optimizers"][name])
+
+
+def _to_checkpoint_safe(value: Any) -> Any:
+    """Numpy -> tensors/lists so that the checkpoint loads with ``torch.load(weights_only=True)``."""
+    if isinstance(value, dict):
+        return {k: _to_checkpoint_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        converted = [_to_checkpoint_safe(v) for v in value]
+        return converted if isinstance(value, list) else tuple(converted)
+    if isinstance(value, np.ndarray):
+        return th.as_tensor(value)
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return value

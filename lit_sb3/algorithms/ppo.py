@@ -1,0 +1,234 @@
+"""Proximal Policy Optimization (clip version), Schulman et al. 2017 — SB3's PPO as a LightningModule.
+
+The whole update of one iteration is in :meth:`PPO.train`, readable top to bottom. Losses stay tensors: they
+are averaged on the device and turned into numbers only when the logs are flushed (the ``target_kl`` early stop
+is the one place that needs a number per minibatch, and only when it is set).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from torch.nn import functional as F
+
+from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+from lit_sb3.buffers.rollout import RolloutBuffer
+from lit_sb3.core.schedules import get_schedule_fn
+from lit_sb3.core.types import Schedule
+from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
+from lit_sb3.utils.math import explained_variance
+
+SelfPPO = TypeVar("SelfPPO", bound="PPO")
+
+__all__ = ["PPO"]
+
+
+class PPO(OnPolicyAlgorithm):
+    """Proximal Policy Optimization (clip), with SB3 2.x arguments and defaults.
+
+    Args:
+        policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        learning_rate: learning rate, constant or a schedule of ``progress_remaining``.
+        n_steps: steps per env per update (rollout size ``n_steps * n_envs``).
+        batch_size: minibatch size.
+        n_epochs: passes over the rollout per update.
+        gamma: discount factor.
+        gae_lambda: GAE bias/variance trade-off.
+        clip_range: clipping parameter (constant or schedule).
+        clip_range_vf: value clipping parameter (``None``: no value clipping; not normalised by reward scale).
+        normalize_advantage: normalise advantages per minibatch.
+        ent_coef: entropy coefficient.
+        vf_coef: value loss coefficient.
+        max_grad_norm: gradient clipping norm.
+        use_sde: gSDE exploration.
+        sde_sample_freq: gSDE noise resampling frequency.
+        rollout_buffer_class: rollout buffer class.
+        rollout_buffer_kwargs: rollout buffer kwargs.
+        target_kl: stop the epochs early when the approximate KL exceeds ``1.5 * target_kl``.
+        stats_window_size: episodes averaged for logging.
+        tensorboard_log: accepted for SB3 compatibility (use ``default_root_dir``/loggers instead).
+        policy_kwargs: policy arguments.
+        verbose: verbosity level.
+        seed: random seed.
+        device: torch device.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": ActorCriticPolicy,
+        "CnnPolicy": ActorCriticCnnPolicy,
+        "MultiInputPolicy": MultiInputActorCriticPolicy,
+    }
+
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        learning_rate: float | Schedule = 3e-4,
+        n_steps: int = 2048,
+        batch_size: int = 64,
+        n_epochs: int = 10,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        clip_range: float | Schedule = 0.2,
+        clip_range_vf: None | float | Schedule = None,
+        normalize_advantage: bool = True,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        rollout_buffer_class: type[RolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        target_kl: float | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class,
+            rollout_buffer_kwargs=rollout_buffer_kwargs,
+            stats_window_size=stats_window_size,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
+        )
+        if normalize_advantage and batch_size <= 1:
+            raise ValueError(
+                "`batch_size` must be greater than 1 when `normalize_advantage=True` "
+                f"(got batch_size={batch_size}), see https://github.com/DLR-RM/stable-baselines3/issues/440"
+            )
+        self.batch_size = batch_size
+        self.n_epochs = n_epochs
+        self.clip_range = clip_range
+        self.clip_range_vf = clip_range_vf
+        self.normalize_advantage = normalize_advantage
+        self.target_kl = target_kl
+        self.tensorboard_log = tensorboard_log
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        buffer_size = self.n_envs * self.n_steps
+        if self.normalize_advantage and buffer_size <= 1:
+            raise ValueError(f"`n_steps * n_envs` must be greater than 1, got n_steps={self.n_steps}, n_envs={self.n_envs}.")
+        if buffer_size % self.batch_size > 0:
+            warnings.warn(
+                f"You have specified a mini-batch size of {self.batch_size}, but because the `RolloutBuffer` is of size "
+                f"`n_steps * n_envs = {buffer_size}`, after every {buffer_size // self.batch_size} untruncated mini-batches, "
+                f"there will be a truncated mini-batch of size {buffer_size % self.batch_size}\n"
+                f"We recommend using a `batch_size` that is a factor of `n_steps * n_envs`.\n"
+                f"Info: (n_steps={self.n_steps} and n_envs={self.n_envs})",
+                stacklevel=2,
+            )
+        self.clip_range_schedule = get_schedule_fn(self.clip_range)
+        self.clip_range_vf_schedule = None
+        if self.clip_range_vf is not None:
+            if isinstance(self.clip_range_vf, (float, int)) and self.clip_range_vf <= 0:
+                raise ValueError("`clip_range_vf` must be positive, pass `None` to deactivate value function clipping")
+            self.clip_range_vf_schedule = get_schedule_fn(self.clip_range_vf)
+
+    def train(self) -> None:
+        """PPO update: ``n_epochs`` passes of clipped-surrogate minibatch steps over the rollout."""
+        self.policy.set_training_mode(True)
+        optimizer = self.policy.optimizer
+        self._update_learning_rate(optimizer)
+        clip_range = self.clip_range_schedule(self._current_progress_remaining)
+        clip_range_vf = None if self.clip_range_vf_schedule is None else self.clip_range_vf_schedule(self._current_progress_remaining)
+
+        pg_losses, value_losses, entropy_losses, clip_fractions, approx_kls = [], [], [], [], []
+        loss = th.zeros(())
+        continue_training = True
+        epoch = 0
+        for epoch in range(self.n_epochs):
+            for rollout_data in self.rollout_buffer.get(self.batch_size):
+                actions = rollout_data.actions
+                if isinstance(self.action_space, spaces.Discrete):
+                    actions = rollout_data.actions.long().flatten()
+                values, log_prob, entropy = self.policy.evaluate_actions(rollout_data.observations, actions)
+                values = values.flatten()
+
+                advantages = rollout_data.advantages
+                if self.normalize_advantage and len(advantages) > 1:
+                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+                # clipped surrogate objective
+                ratio = th.exp(log_prob - rollout_data.old_log_prob)
+                policy_loss_1 = advantages * ratio
+                policy_loss_2 = advantages * th.clamp(ratio, 1 - clip_range, 1 + clip_range)
+                policy_loss = -th.min(policy_loss_1, policy_loss_2).mean()
+
+                # value loss, optionally clipped around the old values
+                if clip_range_vf is None:
+                    values_pred = values
+                else:
+                    values_pred = rollout_data.old_values + th.clamp(values - rollout_data.old_values, -clip_range_vf, clip_range_vf)
+                value_loss = F.mse_loss(rollout_data.returns, values_pred)
+
+                # entropy bonus (approximated by -log_prob when the distribution has no closed form)
+                entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
+
+                loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+
+                with th.no_grad():
+                    log_ratio = log_prob - rollout_data.old_log_prob
+                    approx_kl = th.mean((th.exp(log_ratio) - 1) - log_ratio)
+                    clip_fractions.append(th.mean((th.abs(ratio - 1) > clip_range).float()))
+                pg_losses.append(policy_loss.detach())
+                value_losses.append(value_loss.detach())
+                entropy_losses.append(entropy_loss.detach())
+                approx_kls.append(approx_kl)
+
+                if self.target_kl is not None and float(approx_kl) > 1.5 * self.target_kl:
+                    continue_training = False
+                    if self.verbose >= 1:
+                        print(f"Early stopping at step {epoch} due to reaching max kl: {float(approx_kl):.2f}")
+                    break
+
+                optimizer.zero_grad(set_to_none=True)
+                self.manual_backward(loss)
+                th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                optimizer.step()
+
+            self._n_updates += 1
+            if not continue_training:
+                break
+
+        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
+        self.record("train/entropy_loss", th.stack(entropy_losses).mean() if entropy_losses else np.nan)
+        self.record("train/policy_gradient_loss", th.stack(pg_losses).mean() if pg_losses else np.nan)
+        self.record("train/value_loss", th.stack(value_losses).mean() if value_losses else np.nan)
+        self.record("train/approx_kl", th.stack(approx_kls).mean() if approx_kls else np.nan)
+        self.record("train/clip_fraction", th.stack(clip_fractions).mean() if clip_fractions else np.nan)
+        self.record("train/loss", loss.detach())
+        self.record("train/explained_variance", explained_var)
+        if hasattr(self.policy, "log_std"):
+            self.record("train/std", th.exp(self.policy.log_std.detach()).mean())
+        self.record("train/n_updates", self._n_updates)
+        self.record("train/clip_range", clip_range)
+        if clip_range_vf is not None:
+            self.record("train/clip_range_vf", clip_range_vf)
+
+    def learn(self: SelfPPO, total_timesteps: int, env=None, callback=None, log_every_n_steps: int | None = 1,
+              tb_log_name: str = "PPO", reset_num_timesteps: bool = True, progress_bar: bool = False,
+              default_root_dir=None) -> SelfPPO:
+        """See :meth:`BaseAlgorithm.learn` (``log_every_n_steps`` counts iterations)."""
+        return super().learn(total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps,
+                             tb_log_name=tb_log_name, reset_num_timesteps=reset_num_timesteps,
+                             progress_bar=progress_bar, default_root_dir=default_root_dir)
