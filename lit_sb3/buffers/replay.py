@@ -1,0 +1,416 @@
+"""Replay buffer of off-policy algorithms (SAC, TD3, DDPG, DQN), stored as torch tensors.
+
+Compared with SB3's ``ReplayBuffer`` (same constructor arguments and semantics):
+
+* storage is a set of torch tensors on ``storage_device`` (CPU by default), so sampling is a few torch ops
+  (``th.randint`` + ``index_select``) and one ``.to(device)`` per field;
+* float64 observations are stored as float32 (``obs_dtype`` overrides this), halving the memory of MuJoCo
+  buffers;
+* ``save``/``load`` use an ``.npz`` file with a JSON metadata string: nothing is pickled.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from numpy.typing import DTypeLike
+
+from lit_sb3.buffers.base import BaseBuffer, maybe_warn_memory, numpy_to_torch_dtype, storage_obs_dtype
+from lit_sb3.core.preprocessing import get_device
+from lit_sb3.core.types import ReplayBufferSamples
+
+if TYPE_CHECKING:
+    from lit_sb3.vec_env.vec_normalize import VecNormalize
+
+__all__ = ["ReplayBuffer"]
+
+_METADATA_KEY = "__metadata__"
+_FORMAT_VERSION = 1
+_T = TypeVar("_T", bound="ReplayBuffer")
+PathLike = str | os.PathLike | io.IOBase
+
+
+def _maybe_cast_action_dtype(dtype: DTypeLike | None) -> np.dtype:
+    """float64 actions are stored as float32 (as SB3 does); other dtypes are kept."""
+    dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float32)
+    return np.dtype(np.float32) if dtype == np.float64 else dtype
+
+
+class ReplayBuffer(BaseBuffer):
+    """Replay buffer of transitions ``(obs, action, reward, next_obs, done)`` with timeout handling.
+
+    Args:
+        buffer_size: maximum number of transitions (shared by all envs: ``buffer_size // n_envs`` slots each).
+        observation_space: observation space.
+        action_space: action space.
+        device: torch device of the samples ("auto": CUDA when available).
+        n_envs: number of parallel environments.
+        optimize_memory_usage: store ``next_obs`` implicitly as ``obs[(i + 1) % size]`` (about half the memory).
+            Cannot be combined with ``handle_timeout_termination``.
+        handle_timeout_termination: treat ``infos[i]["TimeLimit.truncated"]`` as a timeout, not a termination,
+            so that the algorithm bootstraps from ``next_obs``.
+        obs_dtype: storage dtype of the observations (default: the space's dtype, float64 -> float32).
+        storage_device: device holding the storage ("cpu" by default; "cuda" keeps the buffer on the GPU).
+    """
+
+    observations: th.Tensor
+    next_observations: th.Tensor | None
+    actions: th.Tensor
+    rewards: th.Tensor
+    dones: th.Tensor
+    timeouts: th.Tensor
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        obs_dtype: DTypeLike | None = None,
+        storage_device: th.device | str = "cpu",
+    ) -> None:
+        super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs)
+        self.buffer_size = max(self.buffer_size // self.n_envs, 1)
+        # same restriction as SB3 (see https://github.com/DLR-RM/stable-baselines3/issues/934)
+        if optimize_memory_usage and handle_timeout_termination:
+            raise ValueError(
+                "ReplayBuffer does not support optimize_memory_usage = True "
+                "and handle_timeout_termination = True simultaneously."
+            )
+        self.optimize_memory_usage = optimize_memory_usage
+        self.handle_timeout_termination = handle_timeout_termination
+        self.storage_device = get_device(storage_device)
+        self.action_dtype = _maybe_cast_action_dtype(action_space.dtype)
+        self._init_obs_dtype(obs_dtype)
+        maybe_warn_memory(self.nbytes_per_transition() * self.buffer_size * self.n_envs)
+        self._allocate()
+
+    # ------------------------------------------------------------------
+    # Storage
+    # ------------------------------------------------------------------
+
+    def _init_obs_dtype(self, obs_dtype: DTypeLike | dict[str, DTypeLike] | None) -> None:
+        if isinstance(self.observation_space, spaces.Dict):
+            raise ValueError(f"{type(self).__name__} does not support Dict observation spaces; use DictReplayBuffer.")
+        if isinstance(obs_dtype, dict):
+            raise ValueError("obs_dtype must be a single dtype for a non-Dict observation space, not a dict")
+        self.obs_dtype = storage_obs_dtype(self.observation_space, obs_dtype)
+
+    def _zeros(self, shape: tuple[int, ...], dtype: DTypeLike) -> th.Tensor:
+        return th.zeros(
+            (self.buffer_size, self.n_envs, *shape), dtype=numpy_to_torch_dtype(dtype), device=self.storage_device
+        )
+
+    def _np_view(self, tensor: th.Tensor) -> np.ndarray | None:
+        """A numpy array sharing the tensor's memory (fast writes), when the storage is on the CPU."""
+        return tensor.numpy() if tensor.device.type == "cpu" else None
+
+    def _allocate_observations(self) -> None:
+        self.observations = self._zeros(self.obs_shape, self.obs_dtype)
+        self.next_observations = None if self.optimize_memory_usage else self._zeros(self.obs_shape, self.obs_dtype)
+
+    def _allocate(self) -> None:
+        """Allocate the storage tensors (zeros) and their flat views."""
+        self._allocate_observations()
+        self.actions = self._zeros((self.action_dim,), self.action_dtype)
+        self.rewards = self._zeros((), np.float32)
+        self.dones = self._zeros((), np.float32)
+        self.timeouts = self._zeros((), np.float32)
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        """(Re)build the numpy views (CPU writes) and the ``[size * n_envs, ...]`` flat views (sampling)."""
+        self._obs_np = self._np_view(self.observations)
+        self._next_obs_np = None if self.next_observations is None else self._np_view(self.next_observations)
+        self._np = {name: self._np_view(getattr(self, name)) for name in ("actions", "rewards", "dones", "timeouts")}
+
+    @staticmethod
+    def _flat(tensor: th.Tensor) -> th.Tensor:
+        return tensor.flatten(0, 1)
+
+    def _write(self, tensor: th.Tensor, view: np.ndarray | None, index: int, value: Any) -> None:
+        if view is not None:
+            view[index] = value
+        else:
+            tensor[index].copy_(th.as_tensor(np.asarray(value)).reshape(tensor[index].shape), non_blocking=True)
+
+    def _storage_tensors(self) -> dict[str, th.Tensor]:
+        """Every storage tensor by name (Dict buffers use ``observations/<key>``)."""
+        tensors = {"observations": self.observations}
+        if self.next_observations is not None:
+            tensors["next_observations"] = self.next_observations
+        tensors.update(
+            {"actions": self.actions, "rewards": self.rewards, "dones": self.dones, "timeouts": self.timeouts}
+        )
+        return tensors
+
+    def _obs_slot_nbytes(self) -> int:
+        n = int(np.prod(self.obs_shape)) * self.obs_dtype.itemsize  # type: ignore[arg-type]
+        return n if self.optimize_memory_usage else 2 * n
+
+    def nbytes_per_transition(self) -> int:
+        """Bytes of storage per stored transition (observations, next observations, action, reward, flags)."""
+        return self._obs_slot_nbytes() + self.action_dim * self.action_dtype.itemsize + 3 * 4
+
+    def nbytes(self) -> int:
+        """Total bytes held by the storage tensors."""
+        return sum(t.numel() * t.element_size() for t in self._storage_tensors().values())
+
+    # ------------------------------------------------------------------
+    # Adding
+    # ------------------------------------------------------------------
+
+    def _timeouts_from_infos(self, infos: list[dict[str, Any]]) -> np.ndarray:
+        return np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=np.float32)
+
+    def _add_observations(self, obs: Any, next_obs: Any) -> None:
+        obs = np.asarray(obs)
+        next_obs = np.asarray(next_obs)
+        if isinstance(self.observation_space, spaces.Discrete):
+            obs = obs.reshape((self.n_envs, *self.obs_shape))
+            next_obs = next_obs.reshape((self.n_envs, *self.obs_shape))
+        self._write(self.observations, self._obs_np, self.pos, obs)
+        if self.optimize_memory_usage:
+            self._write(self.observations, self._obs_np, (self.pos + 1) % self.buffer_size, next_obs)
+        else:
+            assert self.next_observations is not None
+            self._write(self.next_observations, self._next_obs_np, self.pos, next_obs)
+
+    def add(
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """Store one transition of every env (arrays with a leading ``n_envs`` dim).
+
+        Args:
+            obs: observations.
+            next_obs: next observations (the terminal observation when an episode ended).
+            action: actions (scaled to [-1, 1] for Box spaces, as SB3's buffer actions).
+            reward: rewards.
+            done: episode ends (termination or truncation).
+            infos: step infos; ``"TimeLimit.truncated"`` marks timeouts.
+        """
+        self._add_observations(obs, next_obs)
+        action = np.asarray(action).reshape((self.n_envs, self.action_dim))
+        self._write(self.actions, self._np["actions"], self.pos, action)
+        self._write(self.rewards, self._np["rewards"], self.pos, np.asarray(reward).reshape(self.n_envs))
+        self._write(self.dones, self._np["dones"], self.pos, np.asarray(done).reshape(self.n_envs))
+        if self.handle_timeout_termination:
+            self._write(self.timeouts, self._np["timeouts"], self.pos, self._timeouts_from_infos(infos))
+        self.pos += 1
+        if self.pos == self.buffer_size:
+            self.full = True
+            self.pos = 0
+
+    # ------------------------------------------------------------------
+    # Sampling
+    # ------------------------------------------------------------------
+
+    def _check_not_empty(self) -> None:
+        if not self.full and self.pos == 0:
+            raise RuntimeError(f"Cannot sample from an empty {type(self).__name__}: add transitions first.")
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
+        """Sample ``batch_size`` transitions uniformly (with replacement), env index uniform too.
+
+        Args:
+            batch_size: number of transitions.
+            env: VecNormalize whose statistics normalise observations and rewards (None: raw values).
+        """
+        self._check_not_empty()
+        dev = self.storage_device
+        if self.optimize_memory_usage and self.full:
+            # slot `pos` holds the next obs of the newest transition, not a valid transition start
+            batch_inds = (th.randint(1, self.buffer_size, (batch_size,), device=dev) + self.pos) % self.buffer_size
+        else:
+            upper_bound = self.buffer_size if self.full else self.pos
+            batch_inds = th.randint(0, upper_bound, (batch_size,), device=dev)
+        return self._get_samples(batch_inds, env=env)
+
+    def _env_indices(self, n: int) -> th.Tensor:
+        if self.n_envs == 1:
+            return th.zeros(n, dtype=th.long, device=self.storage_device)
+        return th.randint(0, self.n_envs, (n,), device=self.storage_device)
+
+    def _gather(self, tensor: th.Tensor, flat_idx: th.Tensor) -> th.Tensor:
+        return self._flat(tensor).index_select(0, flat_idx)
+
+    def _gather_obs(self, flat_idx: th.Tensor, next_flat_idx: th.Tensor | None = None) -> tuple[Any, Any]:
+        """Observations at ``flat_idx`` and next observations (``next_flat_idx`` defaults to ``flat_idx``)."""
+        nxt = flat_idx if next_flat_idx is None else next_flat_idx
+        obs = self._gather(self.observations, flat_idx)
+        if self.optimize_memory_usage:
+            # next obs stored in the following time slot, same env
+            size = self.buffer_size * self.n_envs
+            next_obs = self._gather(self.observations, (nxt + self.n_envs) % size)
+        else:
+            assert self.next_observations is not None
+            next_obs = self._gather(self.next_observations, nxt)
+        return obs, next_obs
+
+    def _to_device(self, tensor: th.Tensor) -> th.Tensor:
+        return tensor.to(self.device, non_blocking=True)
+
+    def _normalize_obs_tensor(self, obs: th.Tensor, env: VecNormalize | None) -> th.Tensor:
+        """Normalise with ``env.normalize_obs`` (numpy), keeping float32 unless the storage is float64."""
+        if env is None:
+            return obs
+        out = np.asarray(env.normalize_obs(obs.cpu().numpy()))
+        if out.dtype == np.float64 and self.obs_dtype != np.float64:
+            out = out.astype(np.float32)
+        return th.from_numpy(np.ascontiguousarray(out))
+
+    def _normalize_reward_tensor(self, rewards: th.Tensor, env: VecNormalize | None) -> th.Tensor:
+        if env is None:
+            return rewards
+        return th.from_numpy(np.ascontiguousarray(self._normalize_reward(rewards.cpu().numpy(), env)))
+
+    def _dones_without_timeouts(self, flat_idx: th.Tensor) -> th.Tensor:
+        dones = self._gather(self.dones, flat_idx)
+        if self.handle_timeout_termination:
+            dones = dones * (1.0 - self._gather(self.timeouts, flat_idx))
+        return dones
+
+    def _get_samples(self, batch_inds: th.Tensor | np.ndarray, env: VecNormalize | None = None) -> ReplayBufferSamples:
+        batch_inds = th.as_tensor(batch_inds, dtype=th.long, device=self.storage_device)
+        flat_idx = batch_inds * self.n_envs + self._env_indices(batch_inds.shape[0])
+        obs, next_obs = self._gather_obs(flat_idx)
+        return ReplayBufferSamples(
+            observations=self._to_device(self._normalize_obs_tensor(obs, env)),
+            actions=self._to_device(self._gather(self.actions, flat_idx)),
+            next_observations=self._to_device(self._normalize_obs_tensor(next_obs, env)),
+            # only dones that are not due to timeouts
+            dones=self._to_device(self._dones_without_timeouts(flat_idx).unsqueeze(1)),
+            rewards=self._to_device(
+                self._normalize_reward_tensor(self._gather(self.rewards, flat_idx).unsqueeze(1), env)
+            ),
+        )
+
+    # ------------------------------------------------------------------
+    # Save / load (npz + JSON, no pickle)
+    # ------------------------------------------------------------------
+
+    def _obs_dtype_json(self) -> Any:
+        return self.obs_dtype.name
+
+    def _init_kwargs(self) -> dict[str, Any]:
+        """Constructor arguments (JSON-safe) that rebuild an identical empty buffer."""
+        return {
+            "buffer_size": self.buffer_size * self.n_envs,
+            "n_envs": self.n_envs,
+            "optimize_memory_usage": self.optimize_memory_usage,
+            "handle_timeout_termination": self.handle_timeout_termination,
+            "obs_dtype": self._obs_dtype_json(),
+            "storage_device": str(self.storage_device),
+        }
+
+    def _extra_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Subclass hook: extra JSON metadata and extra arrays to save."""
+        return {}, {}
+
+    def _load_extra_state(self, meta: dict[str, Any], arrays: Any) -> None:
+        """Subclass hook: restore what :meth:`_extra_state` saved."""
+
+    def _saved_rows(self) -> int:
+        if self.full:
+            return self.buffer_size
+        # with optimize_memory_usage, slot `pos` holds the last next_obs
+        return min(self.pos + 1, self.buffer_size)
+
+    def save(self, path: PathLike) -> None:
+        """Write the buffer to ``path`` (an ``.npz`` file; the name is used as given).
+
+        Args:
+            path: file path or writable binary file object.
+        """
+        rows = self._saved_rows()
+        arrays = {name: t[:rows].cpu().numpy() for name, t in self._storage_tensors().items()}
+        extra_meta, extra_arrays = self._extra_state()
+        meta = {
+            "format": "lit_sb3.replay_buffer",
+            "version": _FORMAT_VERSION,
+            "class": type(self).__name__,
+            "init_kwargs": self._init_kwargs(),
+            "pos": self.pos,
+            "full": self.full,
+            "rows": rows,
+            "observation_space": repr(self.observation_space),
+            "action_space": repr(self.action_space),
+            **extra_meta,
+        }
+        overlap = set(arrays) & set(extra_arrays)
+        assert not overlap, overlap
+        payload = {
+            **arrays,
+            **{f"extra/{k}": v for k, v in extra_arrays.items()},
+            _METADATA_KEY: np.array(json.dumps(meta)),
+        }
+        if isinstance(path, io.IOBase):
+            np.savez(path, **payload)  # type: ignore[arg-type]
+        else:
+            with open(path, "wb") as f:
+                np.savez(f, **payload)  # type: ignore[arg-type]
+
+    @classmethod
+    def load(
+        cls: type[_T],
+        path: PathLike,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: th.device | str = "auto",
+        **kwargs: Any,
+    ) -> _T:
+        """Rebuild a buffer saved with :meth:`save` (nothing is unpickled).
+
+        Args:
+            path: file path or readable binary file object.
+            observation_space: the observation space the buffer was created with.
+            action_space: the action space the buffer was created with.
+            device: torch device of the samples.
+            **kwargs: constructor arguments overriding the saved ones (e.g. ``storage_device``, HER's ``env``).
+        """
+        with np.load(path, allow_pickle=False) as data:  # type: ignore[arg-type]
+            if _METADATA_KEY not in data.files:
+                raise ValueError(f"{path!r} is not a lit_sb3 replay buffer file (no {_METADATA_KEY} entry).")
+            meta = json.loads(str(data[_METADATA_KEY]))
+            if meta.get("format") != "lit_sb3.replay_buffer":
+                raise ValueError(f"{path!r} is not a lit_sb3 replay buffer file (format {meta.get('format')!r}).")
+            if meta["class"] != cls.__name__:
+                raise ValueError(
+                    f"{path!r} holds a {meta['class']}, not a {cls.__name__}: load it with {meta['class']}.load()."
+                )
+            init_kwargs = {**meta["init_kwargs"], **kwargs}
+            buffer = cls(observation_space=observation_space, action_space=action_space, device=device, **init_kwargs)
+            rows = int(meta["rows"])
+            tensors = buffer._storage_tensors()
+            missing = set(tensors) - set(data.files)
+            if missing:
+                raise ValueError(f"{path!r} lacks the arrays {sorted(missing)} needed by this {cls.__name__}.")
+            for name, tensor in tensors.items():
+                arr = data[name]
+                if arr.shape[1:] != tuple(tensor.shape[1:]) or arr.shape[0] != rows:
+                    raise ValueError(
+                        f"Saved array {name!r} has shape {arr.shape} but the given spaces give "
+                        f"{(rows, *tensor.shape[1:])}: pass the observation/action spaces the buffer was saved with "
+                        f"(saved: {meta['observation_space']}, {meta['action_space']})."
+                    )
+                tensor[:rows].copy_(th.from_numpy(arr))
+            buffer.pos = int(meta["pos"])
+            buffer.full = bool(meta["full"])
+            extra = {k[len("extra/") :]: data[k] for k in data.files if k.startswith("extra/")}
+            buffer._load_extra_state(meta, extra)
+        return buffer

@@ -1,0 +1,5 @@
+"""Small custom environments used by the tests."""
+
+from .bit_flipping import BitFlippingEnv
+
+__all__ = ["BitFlippingEnv"]
