@@ -1,0 +1,115 @@
+"""``bench list``: suites, algorithms, and which algo x env pairs have a config entry or cannot run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from lit_sb3.zoo.errors import BenchError
+
+__all__ = ["add_parser", "run", "pair_status"]
+
+#: cell legend of the algo x env table
+LEGEND = {
+    "entry": "tuned entry in zoo_configs/<algo>.yml",
+    "v4": "a -v4 (or -v3) entry applied to the -v5 env",
+    "defaults": "no entry: SB3 defaults, --n-timesteps needed",
+    "n/a": "cannot run (action space)",
+}
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``list``.
+
+    Args:
+        subparsers: the CLI's sub-parsers.
+    """
+    parser = subparsers.add_parser("list", help="list suites, algorithms and configured algo x env pairs")
+    parser.add_argument("--envs", help="comma list of suites/env ids for the table (default: every suite's envs)")
+    parser.add_argument("--algos", help="comma list of algorithms for the table (default: all)")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def pair_status(algo: str, env_id: str, entries: dict[str, dict] | None) -> tuple[str, str | None]:
+    """``(cell, detail)`` for one pair: ``entry``/``v4``/``defaults``/``n/a`` and the entry name or reason.
+
+    Args:
+        algo: algorithm name.
+        env_id: env id.
+        entries: the loaded built-in zoo file of ``algo`` (None if it has none).
+    """
+    from lit_sb3.zoo.config import find_entry
+    from lit_sb3.zoo.registry import check_pair
+
+    reason = check_pair(algo, env_id)
+    if reason is not None:
+        return "n/a", reason
+    name, note = find_entry(entries or {}, env_id)
+    if name is None:
+        return "defaults", None
+    return ("v4" if note else "entry"), name
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the suites, algorithms and the pair table.
+
+    Args:
+        args: parsed arguments.
+    """
+    from lit_sb3.zoo.config import load_zoo_file, zoo_config_path
+    from lit_sb3.zoo.registry import ALGOS, algo_action_spaces
+    from lit_sb3.zoo.suites import expand_algos, expand_envs, load_suites
+
+    console = Console(file=sys.stdout, width=max(100, Console(file=sys.stdout).width), soft_wrap=True)
+    suites = load_suites()
+    algos = expand_algos(args.algos) if args.algos else list(ALGOS)
+    if args.envs:
+        envs = expand_envs(args.envs, suites)
+    else:
+        envs = []
+        for suite in suites.values():
+            envs.extend(e for e in suite.envs if e not in envs)
+    if not envs:
+        raise BenchError("no env to list")
+
+    console.print("[bold]Suites[/bold]")
+    for suite in suites.values():
+        parts = [f"{e} ({suite.n_timesteps[e]:,} steps)" if e in suite.n_timesteps else e for e in suite.envs]
+        desc = f" - {suite.description}" if suite.description else ""
+        console.print(f"  {suite.name}{desc}: {', '.join(parts)}", highlight=False)
+
+    console.print("[bold]Algorithms[/bold]")
+    for algo in ALGOS:
+        spaces = ", ".join(c.__name__ for c in algo_action_spaces(algo))
+        console.print(f"  {algo}: {ALGOS[algo].replace(':', '.')} (action spaces: {spaces})", highlight=False)
+
+    entries: dict[str, dict[str, dict] | None] = {}
+    for algo in algos:
+        path = zoo_config_path(algo)
+        entries[algo] = load_zoo_file(path) if path.exists() else None
+
+    table = Table(title="Configured pairs", show_lines=False)
+    table.add_column("env")
+    for algo in algos:
+        table.add_column(algo, justify="center")
+    problems: list[str] = []
+    for env_id in envs:
+        cells = []
+        for algo in algos:
+            cell, detail = pair_status(algo, env_id, entries[algo])
+            cells.append(cell)
+            if cell == "n/a" and detail:
+                problems.append(f"{algo} x {env_id}: {detail}")
+        table.add_row(Text(env_id), *(Text(c) for c in cells))
+    console.print(table)
+    console.print("  " + "; ".join(f"{k}: {v}" for k, v in LEGEND.items()), highlight=False)
+    if problems:
+        console.print("[bold]Not runnable[/bold]")
+        for line in problems:
+            console.print(f"  {line}", highlight=False, markup=False)
+    return 0
