@@ -48,6 +48,8 @@ def _quiet_lightning() -> None:
     logging.getLogger("lightning.fabric.utilities.rank_zero").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
     warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+    # target networks are kept in eval mode on purpose
+    warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode at the start of training.*")
 
 
 class RLTrainer(L.Trainer):

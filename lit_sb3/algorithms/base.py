@@ -282,7 +282,7 @@ class BaseAlgorithm(L.LightningModule):
 
     def _init_callback(self, callback: MaybeCallback, progress_bar: bool = False) -> BaseCallback:
         if isinstance(callback, list):
-            callback = CallbackList(callback)
+            callback = CallbackList([c if isinstance(c, BaseCallback) else ConvertCallback(c) for c in callback])
         if not isinstance(callback, BaseCallback):
             callback = ConvertCallback(callback)
         if progress_bar:
@@ -337,7 +337,9 @@ class BaseAlgorithm(L.LightningModule):
 
         from lit_sb3.data.replay import InfiniteReplayBufferDataset
 
-        return DataLoader(InfiniteReplayBufferDataset(), batch_size=None, num_workers=0)
+        # A private generator: creating the loader's iterator must not draw from the global torch RNG,
+        # or a run resumed from a checkpoint would diverge from the uninterrupted one.
+        return DataLoader(InfiniteReplayBufferDataset(), batch_size=None, num_workers=0, generator=th.Generator())
 
     def on_fit_start(self) -> None:
         self._on_device_ready()

@@ -1,0 +1,25 @@
+"""Shared test set-up: one torch thread per test process, quiet Lightning, tests run from a temp folder."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+torch.set_num_threads(1)
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # so that "tests.envs.<module>:<EnvId>" ids import in this process and in workers
+    sys.path.insert(0, str(ROOT))
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+
+
+@pytest.fixture
+def in_tmp_path(tmp_path, monkeypatch):
+    """Run the test with the current directory set to a fresh temp folder."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
