@@ -1,0 +1,77 @@
+"""``bench report``: aggregate an experiment's runs with interval estimates into a report."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from lit_sb3.zoo.errors import BenchError
+
+__all__ = ["add_parser", "run"]
+
+
+def _names(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``report``.
+
+    Args:
+        subparsers: the CLI's sub-parsers.
+    """
+    p = subparsers.add_parser("report", help="aggregate an experiment into report.md/html with rliable statistics")
+    p.add_argument("--experiment", required=True, help="MLflow experiment name")
+    p.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="default: sqlite:///mlflow.db")
+    p.add_argument("--out", help="output folder (default reports/<experiment>/)")
+    p.add_argument("--algos", nargs="+", help="algorithms to include (space or comma separated)")
+    p.add_argument("--envs", nargs="+", help="env ids to include (space or comma separated)")
+    p.add_argument("--reps", type=int, default=50_000, help="bootstrap replications (default 50000)")
+    p.add_argument("--normalize", choices=("reference", "none"), default="reference")
+    p.add_argument("--scores-table", help="scores YAML (default benchmarks/scores.yml)")
+    p.add_argument("--title")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the runs, build the report, print where it is.
+
+    Args:
+        args: parsed arguments.
+    """
+    from lit_sb3.zoo.normalization import load_table
+    from lit_sb3.zoo.report import build_report
+    from lit_sb3.zoo.results import load_results
+
+    if args.reps < 100:
+        raise BenchError(f"--reps must be >= 100, got {args.reps}")
+    algos = [n.lower() for v in args.algos for n in _names(v)] if args.algos else None
+    envs = [n for v in args.envs for n in _names(v)] if args.envs else None
+    table = load_table(args.scores_table) if args.normalize == "reference" else None
+    results = load_results(args.tracking_uri, args.experiment, algos=algos, envs=envs)
+    out = Path(args.out) if args.out else Path("reports") / args.experiment
+    argv = sys.argv[1:] if sys.argv and Path(sys.argv[0]).name == "bench" else _reconstruct(args)
+    path = build_report(
+        results, out, normalize=args.normalize, reps=args.reps, title=args.title, table=table, seed=args.seed,
+        command="bench " + shlex.join(argv),
+    )
+    print(f"report: {path} and {path.with_suffix('.html')}")
+    return 0
+
+
+def _reconstruct(args: argparse.Namespace) -> list[str]:
+    """The command line from parsed arguments (when called as ``main([...])``)."""
+    argv = ["report", "--experiment", args.experiment, "--tracking-uri", args.tracking_uri]
+    for flag, value in (("--out", args.out), ("--title", args.title), ("--scores-table", args.scores_table)):
+        if value:
+            argv += [flag, value]
+    if args.algos:
+        argv += ["--algos", *args.algos]
+    if args.envs:
+        argv += ["--envs", *args.envs]
+    argv += ["--reps", str(args.reps), "--normalize", args.normalize, "--seed", str(args.seed)]
+    return argv

@@ -1,0 +1,349 @@
+"""Read the job runs of a ``bench run`` experiment from MLflow into score matrices and aligned curves.
+
+Only child runs tagged ``lit_sb3.run_type="job"`` are read (tune trials and reports are ignored). FINISHED
+runs are data; FAILED/KILLED (and still RUNNING) runs are left out and counted per algo × env.
+
+Curve alignment (per env, over all algorithms): when every run of the env evaluated at the same steps (same
+``eval_freq`` and budget), those steps are the grid. Otherwise the grid is the sorted union of all their steps
+and each run is linearly interpolated onto it inside its own first..last evaluation (NaN outside: never
+extrapolated). For the aggregate curve over envs, envs with different grids are put on a common axis of
+training progress (fraction of each env's last step, ``n`` points where ``n`` is the smallest number of
+evaluations of any env); steps where some run has no value are dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lit_sb3.zoo.errors import BenchError, did_you_mean
+
+__all__ = ["RunRecord", "Results", "load_results", "check_tracking_uri", "sqlite_path"]
+
+JOB = "job"
+SCORE_KEY = "final/mean_reward"
+EVAL_KEY = "eval/mean_reward"
+
+
+@dataclass
+class RunRecord:
+    """One FINISHED job run.
+
+    Args:
+        run_id: MLflow run id.
+        algo: algorithm tag.
+        env: env id tag.
+        seed: seed tag.
+        score: ``final/mean_reward`` (or the last ``eval/mean_reward``).
+        steps: eval steps (env steps).
+        curve: ``eval/mean_reward`` at ``steps``.
+        wall_seconds: ``time/wall_seconds`` (NaN if absent).
+        fps: ``time/fps`` (last value; NaN if absent).
+        config_hash: ``lit_sb3.config_hash`` tag.
+        tags: all tags.
+    """
+
+    run_id: str
+    algo: str
+    env: str
+    seed: int
+    score: float
+    steps: NDArray[np.float64]
+    curve: NDArray[np.float64]
+    wall_seconds: float
+    fps: float
+    config_hash: str
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Results:
+    """Everything the report needs from one experiment.
+
+    Args:
+        tracking_uri: where it was read.
+        experiment: experiment name.
+        experiment_id: experiment id.
+        runs: FINISHED job runs.
+        not_finished: (algo, env) -> count of FAILED/KILLED/RUNNING job runs.
+        failure_reasons: (algo, env) -> ``lit_sb3.failure_reason`` tags of failed runs.
+    """
+
+    tracking_uri: str
+    experiment: str
+    experiment_id: str
+    runs: list[RunRecord]
+    not_finished: dict[tuple[str, str], int] = field(default_factory=dict)
+    failure_reasons: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+
+    @property
+    def algos(self) -> list[str]:
+        """Algorithms with at least one FINISHED run, sorted."""
+        return sorted({r.algo for r in self.runs})
+
+    @property
+    def envs(self) -> list[str]:
+        """Envs with at least one FINISHED run, sorted."""
+        return sorted({r.env for r in self.runs})
+
+    def select(self, algo: str, env: str) -> list[RunRecord]:
+        """FINISHED runs of one algo × env, by seed.
+
+        Args:
+            algo: algorithm.
+            env: env id.
+        """
+        return sorted((r for r in self.runs if r.algo == algo and r.env == env), key=lambda r: r.seed)
+
+    def common_envs(self) -> list[str]:
+        """Envs where every algorithm has at least one FINISHED run (the tasks of aggregate metrics)."""
+        return [e for e in self.envs if all(self.select(a, e) for a in self.algos)]
+
+    def scores(self, algo: str, envs: Sequence[str], transform: Callable[[str, NDArray[np.float64]], Any] | None = None
+               ) -> list[NDArray[np.float64]]:
+        """Final scores per env (a ragged list: one array of runs per env).
+
+        Args:
+            algo: algorithm.
+            envs: envs, in order.
+            transform: ``(env, scores) -> scores`` (e.g. normalisation).
+        """
+        out = []
+        for env in envs:
+            s = np.array([r.score for r in self.select(algo, env)], dtype=np.float64)
+            out.append(np.asarray(transform(env, s) if transform else s, dtype=np.float64))
+        return out
+
+    def env_curves(self, env: str) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]]]:
+        """Eval curves of one env on its common grid: ``steps, {algo: [runs, evals]}`` (NaN = no value).
+
+        Args:
+            env: env id.
+        """
+        runs = [r for r in self.runs if r.env == env and r.steps.size]
+        if not runs:
+            return np.zeros(0), {}
+        grids = {tuple(r.steps.tolist()) for r in runs}
+        grid = runs[0].steps if len(grids) == 1 else np.unique(np.concatenate([r.steps for r in runs]))
+        out: dict[str, NDArray[np.float64]] = {}
+        for algo in self.algos:
+            rows = [_on_grid(r, grid) for r in self.select(algo, env) if r.steps.size]
+            if rows:
+                out[algo] = np.stack(rows)
+        return grid, out
+
+    def aggregate_curves(
+        self, envs: Sequence[str], transform: Callable[[str, NDArray[np.float64]], Any] | None = None
+    ) -> tuple[NDArray[np.float64], str, dict[str, list[NDArray[np.float64]]]]:
+        """Curves of all algos over ``envs`` on one axis: ``x, x_label, {algo: per-env [runs, evals]}``.
+
+        Args:
+            envs: the tasks.
+            transform: ``(env, values) -> values`` applied to curve values (e.g. normalisation).
+        """
+        per_env = {env: self.env_curves(env) for env in envs}
+        per_env = {e: v for e, v in per_env.items() if all(a in v[1] for a in self.algos)}
+        if not per_env:
+            return np.zeros(0), "env steps", {}
+        grids = {tuple(g.tolist()) for g, _ in per_env.values()}
+        if len(grids) == 1:
+            x, label = next(iter(per_env.values()))[0], "env steps"
+            mats = {a: [c[a] for _, c in per_env.values()] for a in self.algos}
+        else:
+            n = min(g.size for g, _ in per_env.values())
+            x, label = np.linspace(1.0 / n, 1.0, n), "fraction of training budget"
+            mats = {a: [] for a in self.algos}
+            for grid, curves in per_env.values():
+                at = x * grid[-1]
+                for a in self.algos:
+                    mats[a].append(np.stack([_interp(grid, row, at) for row in curves[a]]))
+        if transform is not None:
+            envs_kept = list(per_env)
+            mats = {a: [np.asarray(transform(e, m)) for e, m in zip(envs_kept, ms, strict=True)] for a, ms in mats.items()}
+        keep = np.ones(x.size, dtype=bool)
+        for ms in mats.values():
+            for m in ms:
+                keep &= ~np.isnan(m).any(axis=0)
+        return x[keep], label, {a: [m[:, keep] for m in ms] for a, ms in mats.items()}
+
+
+def _interp(steps: NDArray[np.float64], values: NDArray[np.float64], at: NDArray[np.float64]) -> NDArray[np.float64]:
+    ok = ~np.isnan(values)
+    if not ok.any():
+        return np.full(at.shape, np.nan)
+    s, v = steps[ok], values[ok]
+    out = np.interp(at, s, v)
+    out[(at < s[0]) | (at > s[-1])] = np.nan
+    return out
+
+
+def _on_grid(run: RunRecord, grid: NDArray[np.float64]) -> NDArray[np.float64]:
+    if run.steps.size == grid.size and np.array_equal(run.steps, grid):
+        return run.curve.astype(np.float64)
+    return _interp(run.steps, run.curve, grid)
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for other schemes).
+
+    Args:
+        uri: tracking URI.
+    """
+    if not uri.startswith("sqlite:"):
+        return None
+    rest = uri[len("sqlite:") :]
+    if rest.startswith("///"):
+        return Path(rest[3:].split("?")[0])
+    return None
+
+
+@contextlib.contextmanager
+def _fail_fast() -> Iterator[None]:
+    """No HTTP retries and short timeouts while reading (a dead server fails in seconds, not minutes)."""
+    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
+    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
+    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "10"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def check_tracking_uri(uri: str) -> Any:
+    """An ``MlflowClient`` for ``uri`` after checking it can be read, else a one-line :class:`BenchError`.
+
+    Args:
+        uri: tracking URI.
+    """
+    from mlflow import MlflowClient
+
+    path = sqlite_path(uri)
+    if path is not None and not path.is_file():
+        raise BenchError(f"cannot read tracking URI {uri!r}: no database file {str(path)!r}")
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        with _fail_fast():
+            client.search_experiments(max_results=1)
+    except Exception as exc:  # noqa: BLE001 - any failure to read is the user's URI
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise BenchError(f"cannot read tracking URI {uri!r}: {first[:200]}") from exc
+    return client
+
+
+def _experiment_names(client: Any) -> list[str]:
+    names, token = [], None
+    while True:
+        page = client.search_experiments(max_results=1000, page_token=token)
+        names += [e.name for e in page]
+        token = page.token
+        if not token:
+            return names
+
+
+def _search_jobs(client: Any, experiment_id: str) -> list[Any]:
+    runs, token = [], None
+    while True:
+        page = client.search_runs(
+            [experiment_id], filter_string=f"tags.`lit_sb3.run_type` = '{JOB}'", max_results=1000, page_token=token
+        )
+        runs += list(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def _check_filter(kind: str, wanted: Sequence[str] | None, present: set[str]) -> None:
+    for name in wanted or ():
+        if name not in present:
+            raise BenchError(
+                f"{kind} {name!r} has no runs in this experiment{did_you_mean(name, present)};"
+                f" present: {', '.join(sorted(present)) or 'none'}"
+            )
+
+
+def _curve(client: Any, run_id: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    history = client.get_metric_history(run_id, EVAL_KEY)
+    last: dict[int, tuple[int, float]] = {}
+    for m in history:  # keep the latest value logged at each step
+        if m.step not in last or m.timestamp >= last[m.step][0]:
+            last[m.step] = (m.timestamp, m.value)
+    steps = np.array(sorted(last), dtype=np.float64)
+    return steps, np.array([last[int(s)][1] for s in steps], dtype=np.float64)
+
+
+def load_results(
+    tracking_uri: str, experiment: str, algos: Sequence[str] | None = None, envs: Sequence[str] | None = None
+) -> Results:
+    """Read the job runs of ``experiment``.
+
+    Args:
+        tracking_uri: MLflow tracking URI.
+        experiment: experiment name.
+        algos: keep only these algorithms (each must be present).
+        envs: keep only these envs (each must be present).
+    """
+    client = check_tracking_uri(tracking_uri)
+    with _fail_fast():
+        exp = client.get_experiment_by_name(experiment)
+        if exp is None:
+            names = _experiment_names(client)
+            raise BenchError(
+                f"experiment {experiment!r} not found in {tracking_uri}{did_you_mean(experiment, names)}"
+            )
+        raw = _search_jobs(client, exp.experiment_id)
+        _check_filter("algorithm", algos, {r.data.tags.get("lit_sb3.algo", "") for r in raw})
+        _check_filter("env", envs, {r.data.tags.get("lit_sb3.env", "") for r in raw})
+        results = Results(tracking_uri, experiment, exp.experiment_id, [])
+        not_finished: Counter[tuple[str, str]] = Counter()
+        for r in raw:
+            tags = dict(r.data.tags)
+            algo, env = tags.get("lit_sb3.algo", "?"), tags.get("lit_sb3.env", "?")
+            if (algos and algo not in algos) or (envs and env not in envs):
+                continue
+            if r.info.status != "FINISHED":
+                not_finished[(algo, env)] += 1
+                if "lit_sb3.failure_reason" in tags:
+                    results.failure_reasons.setdefault((algo, env), []).append(tags["lit_sb3.failure_reason"])
+                continue
+            steps, curve = _curve(client, r.info.run_id)
+            metrics = r.data.metrics
+            score = metrics.get(SCORE_KEY, curve[-1] if curve.size else None)
+            if score is None:
+                not_finished[(algo, env)] += 1
+                results.failure_reasons.setdefault((algo, env), []).append("FINISHED without any score")
+                continue
+            results.runs.append(
+                RunRecord(
+                    run_id=r.info.run_id,
+                    algo=algo,
+                    env=env,
+                    seed=int(tags.get("lit_sb3.seed", "-1")),
+                    score=float(score),
+                    steps=steps,
+                    curve=curve,
+                    wall_seconds=float(metrics.get("time/wall_seconds", np.nan)),
+                    fps=float(metrics.get("time/fps", np.nan)),
+                    config_hash=tags.get("lit_sb3.config_hash", ""),
+                    tags=tags,
+                )
+            )
+    results.not_finished = dict(not_finished)
+    if not results.runs:
+        what = f" matching algos={list(algos)}" if algos else ""
+        what += f" envs={list(envs)}" if envs else ""
+        raise BenchError(
+            f"experiment {experiment!r} has no FINISHED job runs{what} ({sum(not_finished.values())} not finished)"
+        )
+    return results

@@ -1,0 +1,176 @@
+"""End-to-end `bench report` on a real MLflow sqlite store written per the tracking contract."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lit_sb3.zoo.cli import main
+
+mlflow = pytest.importorskip("mlflow")
+
+ALGOS = {"sac": 0.9, "td3": 0.6, "ppo": 0.3}
+ENVS = {"Pendulum-v1": (-1233.66, -152.0), "MountainCarContinuous-v0": (-33.252, 94.7)}
+EVAL_STEPS = [1000, 2000, 3000, 4000]
+
+
+def _write_store(root: Path) -> tuple[str, dict[str, str]]:
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param, RunTag
+
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    client = MlflowClient(tracking_uri=uri)
+    exp_id = client.create_experiment("suite", artifact_location=(root / "mlartifacts").as_uri())
+    client.create_experiment("other", artifact_location=(root / "mlartifacts").as_uri())
+    parent = client.create_run(exp_id, tags={"lit_sb3.run_type": "grid"}).info.run_id
+    rng = np.random.default_rng(0)
+    ids: dict[str, str] = {}
+    for algo, level in ALGOS.items():
+        for env, (rand, ref) in ENVS.items():
+            seeds = [0, 1, 2, 3] if (algo == "sac" and env == "Pendulum-v1") else [0, 1, 2]  # unequal seeds
+            for seed in seeds:
+                tags = {
+                    "mlflow.parentRunId": parent, "lit_sb3.run_type": "job", "lit_sb3.algo": algo,
+                    "lit_sb3.env": env, "lit_sb3.seed": str(seed), "lit_sb3.job_id": f"{algo}-{env}-{seed}",
+                    "lit_sb3.config_hash": f"h{algo}{len(env)}", "lit_sb3.version": "0.1.0",
+                    "torch.version": "2.5.0", "gymnasium.version": "1.4.0", "git.commit": "abc1234",
+                }
+                run = client.create_run(exp_id, tags=tags)
+                rid = run.info.run_id
+                final = rand + (ref - rand) * (level + 0.05 * rng.standard_normal())
+                curve = [rand + (final - rand) * (i + 1) / len(EVAL_STEPS) for i in range(len(EVAL_STEPS))]
+                now = int(time.time() * 1000)
+                metrics = [Metric("eval/mean_reward", v, now, s) for s, v in zip(EVAL_STEPS, curve)]
+                metrics += [Metric("eval/std_reward", 1.0, now, s) for s in EVAL_STEPS]
+                metrics += [Metric("time/fps", 500.0 + seed, now, s) for s in EVAL_STEPS]
+                metrics += [Metric("final/mean_reward", final, now, EVAL_STEPS[-1]),
+                            Metric("time/wall_seconds", 10.0 + seed, now, 0),
+                            Metric("time/total_timesteps", EVAL_STEPS[-1], now, 0)]
+                client.log_batch(rid, metrics=metrics, params=[Param("learning_rate", "0.001")])
+                client.set_terminated(rid, "FINISHED")
+                ids[f"{algo}/{env}/{seed}"] = rid
+    # one FAILED job and one tune trial (ignored)
+    bad = client.create_run(exp_id, tags={"mlflow.parentRunId": parent, "lit_sb3.run_type": "job",
+                                          "lit_sb3.algo": "td3", "lit_sb3.env": "Pendulum-v1", "lit_sb3.seed": "3",
+                                          "lit_sb3.failure_reason": "NaN loss"})
+    client.set_terminated(bad.info.run_id, "FAILED")
+    trial = client.create_run(exp_id, tags={"lit_sb3.run_type": "trial", "lit_sb3.algo": "dqn",
+                                            "lit_sb3.env": "CartPole-v1", "lit_sb3.seed": "0"})
+    client.log_batch(trial.info.run_id, metrics=[Metric("final/mean_reward", 1.0, 0, 0)])
+    client.set_terminated(trial.info.run_id, "FINISHED")
+    client.set_terminated(parent, "FINISHED")
+    return uri, ids
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    root = tmp_path_factory.mktemp("store")
+    uri, _ = _write_store(root)
+    return uri, root
+
+
+@pytest.fixture(scope="module")
+def report(store: tuple[str, Path]) -> tuple[Path, int]:
+    uri, root = store
+    out = root / "report"
+    rc = main(["report", "--experiment", "suite", "--tracking-uri", uri, "--out", str(out), "--reps", "2000",
+               "--title", "Test report"])
+    return out, rc
+
+
+def test_report_files(report: tuple[Path, int]) -> None:
+    out, rc = report
+    assert rc == 0
+    figs = sorted((out / "figures").glob("*.png"))
+    names = {f.name for f in figs}
+    assert {"aggregates.png", "performance_profiles.png", "probability_of_improvement.png", "iqm_curves.png",
+            "curves_Pendulum-v1.png", "curves_MountainCarContinuous-v0.png"} <= names
+    assert all(f.stat().st_size > 1000 for f in figs)
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == len(figs)
+    for f in figs:
+        assert f"figures/{f.name}" in html
+    md = (out / "report.md").read_text()
+    assert md.startswith("# Test report")
+    assert "bench report --experiment suite" in md
+    for heading in ("## Summary", "## Aggregate metrics", "## Probability of improvement", "## Per-env results",
+                    "## Failed and missing runs", "## Wall-clock and throughput", "## Provenance"):
+        assert heading in md
+    assert "| algo | median | IQM | mean | optimality gap |" in md
+    assert "sac is credibly better than ppo" in md
+    assert "Seeds are unequal" in md
+    assert "NaN loss" in md and "abc1234" in md
+
+
+def test_report_data(report: tuple[Path, int], store: tuple[str, Path]) -> None:
+    out, _ = report
+    rows = list(csv.DictReader((out / "scores.csv").open()))
+    assert len(rows) == 3 * 2 * 3 + 1  # one extra seed; the FAILED run and the trial are not there
+    assert all(r["normalized_score"] for r in rows)
+    sac = [float(r["normalized_score"]) for r in rows if r["algo"] == "sac"]
+    assert 0.7 < np.mean(sac) < 1.1
+    agg = json.loads((out / "aggregates.json").read_text())
+    assert agg["reps"] == 2000 and agg["table_version"] >= 1 and agg["scale"] == "normalised score"
+    iqm = agg["aggregates"]["sac"]["iqm"]
+    assert iqm["low"] <= iqm["point"] <= iqm["high"]
+    assert {(d["x"], d["y"]) for d in agg["probability_of_improvement"]} == {("ppo", "sac"), ("ppo", "td3"),
+                                                                               ("sac", "td3")}
+    assert agg["not_finished"] == [{"algo": "td3", "env": "Pendulum-v1", "count": 1, "reasons": ["NaN loss"]}]
+    assert agg["per_env"]["Pendulum-v1"]["sac"]["runs"] == 4
+    assert len(agg["iqm_curves"]["x"]) == len(EVAL_STEPS)
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=store[0])
+    exp = client.get_experiment_by_name("suite")
+    runs = client.search_runs([exp.experiment_id], "tags.`lit_sb3.run_type` = 'report'")
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["report/sac/iqm"] == pytest.approx(iqm["point"])
+    arts = {a.path for a in client.list_artifacts(run.info.run_id)}
+    assert {"report.md", "report.html", "scores.csv", "aggregates.json", "figures"} <= arts
+
+
+def test_report_filters_and_raw(store: tuple[str, Path], tmp_path: Path) -> None:
+    uri, _ = store
+    rc = main(["report", "--experiment", "suite", "--tracking-uri", uri, "--out", str(tmp_path), "--reps", "500",
+               "--algos", "sac,td3", "--envs", "Pendulum-v1", "--normalize", "none"])
+    assert rc == 0
+    agg = json.loads((tmp_path / "aggregates.json").read_text())
+    assert set(agg["aggregates"]) == {"sac", "td3"} and agg["tasks"] == ["Pendulum-v1"]
+    assert agg["scale"] == "raw return"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--experiment", "suitee"], "experiment 'suitee' not found in sqlite:"),
+        (["--experiment", "other"], "has no FINISHED job runs"),
+        (["--experiment", "suite", "--algos", "sacc"], "algorithm 'sacc' has no runs in this experiment (did you mean 'sac'?)"),
+        (["--experiment", "suite", "--envs", "Pendulum-v0"], "(did you mean 'Pendulum-v1'?)"),
+    ],
+)
+def test_errors(store: tuple[str, Path], argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["report", "--tracking-uri", store[0], "--reps", "200", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.startswith("bench report: error:") and message in err
+    assert err.count("\n") == 1
+
+
+def test_unreadable_uri(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["report", "--experiment", "x", "--tracking-uri", f"sqlite:///{tmp_path}/missing/mlflow.db"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot read tracking URI" in err and err.count("\n") == 1
+    started = time.perf_counter()
+    rc = main(["report", "--experiment", "x", "--tracking-uri", "http://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot read tracking URI 'http://127.0.0.1:1'" in err and err.count("\n") == 1
+    assert time.perf_counter() - started < 20
