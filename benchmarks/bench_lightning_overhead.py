@@ -1,0 +1,178 @@
+"""Lightning's cost: lit_sb3 through ``RLTrainer.fit`` vs the same update code in a plain Python loop.
+
+Usage: python benchmarks/bench_lightning_overhead.py [--pairs 5] [--configs ppo1,a2c1,a2c8] [--timesteps N]
+
+For each configuration the same lit_sb3 model class, hyperparameters, env (``RLEnvDataModule``, DummyVecEnv,
+CartPole-v1) and seed are run, alternating (A, B, A, B, ...):
+
+* ``lightning``: ``RLTrainer(max_steps=T, logger=False).fit(model, datamodule=dm)``;
+* ``plain``: the same model methods called directly in a ``while`` loop, without a Trainer:
+  ``_init_env_metadata``, ``_setup_model``, ``_setup_learn``, ``_prepare_fit``, then ``training_step``
+  (= ``collect_rollouts`` + ``train``, the exact code Lightning calls) until the env-step budget is reached.
+  ``manual_backward`` needs a Trainer, so the plain loop binds it to ``loss.backward()``.
+
+It prints, per pair, the wall time of each (L = lightning, P = plain) and Lightning's overhead
+``lightning / plain - 1`` measured two ways:
+``total`` (Trainer construction + fit, i.e. including Lightning's fixed start-up, vs the plain loop including
+its own set-up) and ``loop`` (Lightning's ``on_train_start`` -> ``on_train_end`` vs the plain ``while`` loop:
+the per-``training_step`` cost), each in wall time and in process CPU time (one torch thread: CPU time is the
+work done, and it is less sensitive to busy neighbours), then the medians. Goal: floor <= +10 %, target <= +3 %.
+
+Configurations: ``ppo1`` = PPO, SB3 defaults (n_steps 2048, 10 epochs of batch 64), 1 env -- few, long
+training_steps; ``a2c1`` / ``a2c8`` = A2C, SB3 defaults (n_steps 5, RMSprop), 1 / 8 envs -- many small
+training_steps, where a per-step overhead dominates. One torch thread, CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+from typing import Any, NamedTuple
+
+import torch as th
+
+CONFIGS = {
+    # name: (algo, n_envs, default timesteps)
+    "ppo1": ("ppo", 1, 8192),
+    "ppo8": ("ppo", 8, 16384),
+    "a2c1": ("a2c", 1, 5000),
+    "a2c8": ("a2c", 8, 16000),
+}
+
+
+class Run(NamedTuple):
+    """Wall and CPU seconds of the whole run and of its training loop, env steps and training_steps."""
+
+    total: float
+    loop: float
+    cpu_total: float
+    cpu_loop: float
+    steps: int
+    iterations: int
+
+
+def _make(algo: str, n_envs: int, seed: int) -> tuple[Any, Any]:
+    from lit_sb3 import A2C, PPO, RLEnvDataModule
+
+    cls = PPO if algo == "ppo" else A2C
+    model = cls("MlpPolicy", seed=seed, device="cpu", verbose=0)
+    dm = RLEnvDataModule(train_env="CartPole-v1", n_envs=n_envs, seed=seed)
+    dm.get_env("fit")  # env construction is not timed in either variant
+    return model, dm
+
+
+def run_lightning(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
+    """(total s, loop s, env steps, training_steps) through RLTrainer.fit."""
+    from lightning.pytorch.callbacks import Callback
+
+    from lit_sb3 import RLTrainer
+
+    marks: dict[str, float] = {}
+
+    class _Timer(Callback):
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+            marks["start"] = time.perf_counter()
+            marks["cstart"] = time.process_time()
+
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+            marks["end"] = time.perf_counter()
+            marks["cend"] = time.process_time()
+
+    model, dm = _make(algo, n_envs, seed)
+    t0, c0 = time.perf_counter(), time.process_time()
+    trainer = RLTrainer(max_steps=timesteps, logger=False, callbacks=[_Timer()])
+    trainer.fit(model, datamodule=dm)
+    total, cpu_total = time.perf_counter() - t0, time.process_time() - c0
+    dm.close()
+    return Run(total, marks["end"] - marks["start"], cpu_total, marks["cend"] - marks["cstart"], model.num_timesteps, model._iteration)
+
+
+def run_plain(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
+    """(total s, loop s, env steps, training_steps) with the same model methods in a plain loop."""
+    model, dm = _make(algo, n_envs, seed)
+    env = dm.get_env("fit")
+    t0, c0 = time.perf_counter(), time.process_time()
+    model._init_env_metadata(env)
+    if not model.policy_ready:
+        model._setup_model()
+    _, callback = model._setup_learn(timesteps, None)
+    model._prepare_fit(callback, model._default_log_every_n_steps)
+    callback.on_training_start(locals(), globals())
+    model.manual_backward = lambda loss, *args, **kwargs: loss.backward()  # no Trainer: plain autograd
+    model.on_train_start()
+    t_loop, c_loop = time.perf_counter(), time.process_time()
+    batch_idx = 0
+    while True:
+        model.training_step(None, batch_idx)
+        batch_idx += 1
+        if model._has_reached_rl_budget() or model._stop_requested:
+            break
+    model.on_train_end()
+    end, c_end = time.perf_counter(), time.process_time()
+    dm.close()
+    return Run(end - t0, end - t_loop, c_end - c0, c_end - c_loop, model.num_timesteps, model._iteration)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--configs", default="ppo1,a2c1,a2c8", help=f"comma-separated, from {sorted(CONFIGS)}")
+    parser.add_argument("--timesteps", type=int, default=None, help="budget of every run (default: per config)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    th.set_num_threads(1)
+    warnings.filterwarnings("ignore")
+    print(f"torch {th.__version__}, threads {th.get_num_threads()}, pairs {args.pairs}, CartPole-v1, DummyVecEnv, CPU")
+    run_lightning("a2c", 1, 100, args.seed)  # warm-up (lazy imports, first allocations)
+    run_plain("a2c", 1, 100, args.seed)
+
+    summary = []
+    for name in [c.strip() for c in args.configs.split(",") if c.strip()]:
+        algo, n_envs, default_steps = CONFIGS[name]
+        timesteps = args.timesteps or default_steps
+        print(f"\n{name}: {algo.upper()} n_envs={n_envs} timesteps={timesteps}")
+        pairs = []
+        for i in range(args.pairs):
+            # alternate which variant goes first so that a slow-down drifting in time hits both equally
+            if i % 2 == 0:
+                lit = run_lightning(algo, n_envs, timesteps, args.seed)
+                plain = run_plain(algo, n_envs, timesteps, args.seed)
+            else:
+                plain = run_plain(algo, n_envs, timesteps, args.seed)
+                lit = run_lightning(algo, n_envs, timesteps, args.seed)
+            assert (lit.steps, lit.iterations) == (plain.steps, plain.iterations), (lit, plain)
+            res = {
+                "total": lit.total / plain.total - 1,
+                "loop": lit.loop / plain.loop - 1,
+                "cpu_total": lit.cpu_total / plain.cpu_total - 1,
+                "cpu_loop": lit.cpu_loop / plain.cpu_loop - 1,
+                "cpu_us_step": (lit.cpu_loop - plain.cpu_loop) / lit.iterations * 1e6,
+            }
+            pairs.append(res)
+            print(
+                f"  pair {i}: wall total L {lit.total:.3f} s P {plain.total:.3f} s {res['total']:+.1%} | "
+                f"wall loop L {lit.loop:.3f} s P {plain.loop:.3f} s {res['loop']:+.1%} | "
+                f"CPU total {res['cpu_total']:+.1%} loop {res['cpu_loop']:+.1%} "
+                f"({res['cpu_us_step']:+.0f} us CPU per training_step; {lit.iterations} training_steps, {lit.steps} env steps)",
+                flush=True,
+            )
+        med = {key: statistics.median(p[key] for p in pairs) for key in pairs[0]}
+        print(
+            f"  median overhead: wall total {med['total']:+.1%}, wall loop {med['loop']:+.1%}, "
+            f"CPU total {med['cpu_total']:+.1%}, CPU loop {med['cpu_loop']:+.1%} ({med['cpu_us_step']:+.0f} us per training_step)"
+        )
+        summary.append((name, med))
+
+    print("\nSummary (median Lightning overhead vs plain loop; floor <= +10 %, target <= +3 %)")
+    for name, med in summary:
+        print(
+            f"  {name}: wall total {med['total']:+.1%}  wall loop {med['loop']:+.1%}  "
+            f"CPU total {med['cpu_total']:+.1%}  CPU loop {med['cpu_loop']:+.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()
