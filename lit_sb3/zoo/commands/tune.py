@@ -1,0 +1,268 @@
+"""``bench tune``: an Optuna study (with pruning) of one algorithm on one env, tracked in MLflow.
+
+Everything the user can get wrong (algorithm, env, sampler, pruner, search-space file, storage, tracking URI) is
+checked before the first trial starts; see :mod:`lit_sb3.zoo.tuning` for the study itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+from pathlib import Path
+from typing import Any
+
+from lit_sb3.zoo.errors import BenchError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``tune``.
+
+    Args:
+        subparsers: the CLI's sub-parsers.
+    """
+    p = subparsers.add_parser("tune", help="tune the hyperparameters of one algorithm on one env with Optuna")
+    p.add_argument("--algo", help="algorithm (ppo, a2c, sac, td3, ddpg, dqn)")
+    p.add_argument("--env", help="gymnasium env id")
+    p.add_argument("--n-trials", type=int, default=20, help="finished (complete + pruned) trials the study should hold")
+    p.add_argument("--n-timesteps", type=int, help="env steps per seed of a trial (default: the zoo config's)")
+    p.add_argument("--n-evaluations", type=int, default=10, help="periodic evaluations per seed (pruning points)")
+    p.add_argument("--eval-episodes", type=int, default=5, help="deterministic episodes per evaluation")
+    p.add_argument("--seeds-per-trial", type=int, default=1, help="seeds per trial; the objective is their mean")
+    p.add_argument("--sampler", default="tpe", help="tpe (default), random, cmaes, gp")
+    p.add_argument("--pruner", default="median", help="median (default), halving, hyperband, none")
+    p.add_argument("--n-startup-trials", type=int, default=5,
+                   help="random trials before TPE/CMA-ES/GP; complete trials before the median pruner prunes")  # fmt: skip
+    p.add_argument("--n-warmup-evaluations", type=int,
+                   help="evaluations of a trial before the median pruner may prune it (default n_evaluations // 3)")  # fmt: skip
+    p.add_argument("--storage", help="journal file path (default ./optuna/<study>.journal) or RDB URL")
+    p.add_argument("--study-name", help="study name (default <algo>-<env>)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes sharing the study")
+    p.add_argument("--timeout", type=float, help="stop starting trials after this many seconds (per worker)")
+    p.add_argument("--search-space", metavar="FILE", help="YAML file overriding/extending the built-in search space")
+    p.add_argument("--seed", type=int, help="sampler seed (worker w uses seed + w)")
+    p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default sqlite:///mlflow.db)")
+    p.add_argument("--experiment", help="MLflow experiment (default tune-<study>)")
+    p.add_argument("--objective", default="final",
+                   help="final: mean over seeds of the final evaluation (default); last_mean: of the mean of the "
+                        "last 3 evaluations")  # fmt: skip
+    p.add_argument("--output", metavar="FILE", help="best trial as a zoo YAML (default next to the journal: "
+                                                   "<study>_best.yml)")  # fmt: skip
+    p.add_argument("--device", default="cpu", help="torch device of the trials")
+    p.add_argument("--show", action="store_true", help="print the study's best trials and exit (runs nothing)")
+    p.add_argument("--top", type=int, default=10, help="trials shown by --show")
+    p.set_defaults(func=run)
+    return p
+
+
+def _positive(name: str, value: int | float | None, minimum: int = 1) -> None:
+    if value is not None and value < minimum:
+        raise BenchError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _output_path(args: argparse.Namespace, storage: str, study_name: str) -> Path:
+    from lit_sb3.zoo.tuning.study import DEFAULT_STORAGE_DIR, is_journal
+
+    if args.output:
+        return Path(args.output)
+    folder = Path(storage).parent if is_journal(storage) else Path(DEFAULT_STORAGE_DIR)
+    return folder / f"{study_name}_best.yml"
+
+
+def _show(args: argparse.Namespace) -> int:
+    import optuna
+
+    from lit_sb3.zoo.tuning.export import print_best_trials
+    from lit_sb3.zoo.tuning.study import default_study_name, open_storage, storage_spec
+
+    if args.study_name is None and not (args.algo and args.env):
+        raise BenchError("--show needs --study-name (or --algo and --env for the default name)")
+    name = args.study_name or default_study_name(args.algo.lower(), args.env)
+    spec = storage_spec(args.storage, name)
+    from lit_sb3.zoo.tuning.study import is_journal
+
+    if is_journal(spec) and not Path(spec).exists():
+        raise BenchError(f"no study storage at {spec} (give --storage)")
+    storage = open_storage(spec)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    try:
+        study = optuna.load_study(study_name=name, storage=storage)
+    except KeyError:
+        from lit_sb3.zoo.errors import did_you_mean
+
+        names = optuna.get_all_study_names(storage)
+        raise BenchError(f"no study '{name}' in {spec}{did_you_mean(name, names)}; studies: {', '.join(names) or 'none'}"
+                         ) from None  # fmt: skip
+    print_best_trials(study, top=args.top)
+    return 0
+
+
+def _check_space(algo: str, env_id: str, space: Any, base: Any) -> None:
+    """Resolve the config of the space's first point, so a bad value fails now, not in every trial."""
+    import optuna
+
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.tuning.objective import override_text
+    from lit_sb3.zoo.tuning.search_spaces import sample_params, to_hyperparameters
+
+    point = {n: (s.choices[0] if s.type == "categorical" else s.low) for n, s in space.params.items()}
+    sampled = sample_params(optuna.trial.FixedTrial(point), space)
+    hp, _ = to_hyperparameters(algo, sampled, space.fixed, base.algo_kwargs, base.n_envs)
+    try:
+        resolve(algo, env_id, overrides={k: override_text(v) for k, v in hp.items()})
+    except BenchError as exc:
+        raise BenchError(f"{space.source}: {exc}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run (or resume) the study.
+
+    Args:
+        args: parsed arguments.
+    """
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    if args.show:
+        return _show(args)
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.registry import check_algo, check_env_id, check_pair
+    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, PROC_TAG, RUN_TYPE, _process_tag, open_tracking
+    from lit_sb3.zoo.tuning.objective import OBJECTIVES, TuneSettings
+    from lit_sb3.zoo.tuning.pruning import make_pruner
+    from lit_sb3.zoo.tuning.search_spaces import load_search_space, space_to_jsonable
+    from lit_sb3.zoo.tuning.study import (
+        default_study_name,
+        finished_count,
+        load_or_create_study,
+        make_sampler,
+        open_storage,
+        run_workers,
+        storage_spec,
+    )
+
+    if not args.algo or not args.env:
+        raise BenchError("--algo and --env are required (or --show)")
+    algo = check_algo(args.algo)
+    env_id = check_env_id(args.env)
+    reason = check_pair(algo, env_id)
+    if reason is not None:
+        raise BenchError(reason)
+    for name in ("n_trials", "n_timesteps", "n_evaluations", "eval_episodes", "seeds_per_trial", "jobs"):
+        _positive("--" + name.replace("_", "-"), getattr(args, name))
+    _positive("--n-startup-trials", args.n_startup_trials, 0)
+    _positive("--n-warmup-evaluations", args.n_warmup_evaluations, 0)
+    if args.timeout is not None and args.timeout <= 0:
+        raise BenchError(f"--timeout must be > 0, got {args.timeout}")
+    if args.objective not in OBJECTIVES:
+        from lit_sb3.zoo.errors import did_you_mean
+
+        raise BenchError(f"unknown objective '{args.objective}'{did_you_mean(args.objective, OBJECTIVES)}; "
+                         f"known: {', '.join(OBJECTIVES)}")  # fmt: skip
+    make_sampler(args.sampler, seed=args.seed, n_startup_trials=args.n_startup_trials)
+    make_pruner(args.pruner, n_startup_trials=1, n_warmup_steps=0, eval_freq=1, max_resource=2)
+    base = resolve(algo, env_id)
+    n_timesteps = args.n_timesteps or base.n_timesteps
+    if not n_timesteps:
+        raise BenchError(f"no budget for {algo} on {env_id}: the zoo config sets no n_timesteps; give --n-timesteps")
+    if args.n_evaluations > n_timesteps:
+        raise BenchError(f"--n-evaluations ({args.n_evaluations}) must be <= the budget ({n_timesteps})")
+    eval_freq = max(1, n_timesteps // args.n_evaluations)
+    warmup = args.n_evaluations // 3 if args.n_warmup_evaluations is None else args.n_warmup_evaluations
+    warmup_steps = warmup * eval_freq + 1 if warmup else 0  # evaluation warmup + 1 is the first that may prune
+    space = load_search_space(algo, args.search_space)
+    _check_space(algo, env_id, space, base)
+
+    study_name = args.study_name or default_study_name(algo, env_id)
+    storage = storage_spec(args.storage, study_name)
+    opened = open_storage(storage)
+    tracking = open_tracking(args.tracking_uri or DEFAULT_TRACKING_URI, args.experiment or f"tune-{study_name}")
+    settings = TuneSettings(
+        algo=algo, env_id=env_id, study_name=study_name, storage=storage, n_trials=args.n_trials,
+        n_timesteps=int(n_timesteps), eval_freq=eval_freq, eval_episodes=args.eval_episodes,
+        seeds_per_trial=args.seeds_per_trial, objective=args.objective, space=space_to_jsonable(space),
+        sampler=args.sampler.lower(), pruner=args.pruner.lower(), n_startup_trials=args.n_startup_trials,
+        n_warmup_steps=warmup_steps, seed=args.seed, timeout=args.timeout, tracking=tracking.target,
+        parent_run_id=None, device=args.device,
+    )  # fmt: skip
+    study = load_or_create_study(settings, storage=opened)
+    done = finished_count(study)
+    output = _output_path(args, storage, study_name)
+    print(f"study {study_name} ({algo} on {env_id}): {done} finished trial(s) of {args.n_trials}; storage {storage}; "
+          f"{n_timesteps} env steps x {args.seeds_per_trial} seed(s) per trial, evaluation every {eval_freq} steps",
+          flush=True)  # fmt: skip
+    if done >= args.n_trials:
+        print("nothing to run: the study already holds the requested number of trials")
+        return _finish(study, output, None, None)
+
+    client = tracking.client
+    tags = {RUN_TYPE: "study", PROC_TAG: _process_tag(), "mlflow.source.name": "bench tune",
+            "lit_sb3.study_name": study_name, "lit_sb3.sampler": settings.sampler, "lit_sb3.pruner": settings.pruner,
+            "lit_sb3.algo": algo, "lit_sb3.env": env_id, "lit_sb3.optuna_storage": storage}  # fmt: skip
+    parent = client.create_run(tracking.target.experiment_id, run_name=f"study-{study_name}", tags=tags)
+    parent_id = str(parent.info.run_id)
+    from mlflow.entities import Param
+
+    options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "show", "top") and v is not None}
+    command = "bench tune " + " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in options.items())
+    params = {"command": command, "n_trials": args.n_trials, "n_timesteps": n_timesteps, "eval_freq": eval_freq,
+              "eval_episodes": args.eval_episodes, "seeds_per_trial": args.seeds_per_trial,
+              "objective": args.objective, "n_startup_trials": args.n_startup_trials, "n_warmup_steps": warmup_steps,
+              "jobs": args.jobs, "search_space": args.search_space or "built-in", "seed": args.seed}  # fmt: skip
+    client.log_batch(parent_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
+    client.log_dict(parent_id, settings.space, "search_space.json")
+    settings = TuneSettings(**{**settings.__dict__, "parent_run_id": parent_id})
+    t0 = time.monotonic()
+    status = "FINISHED"
+    try:
+        code = run_workers(settings, args.jobs)
+    except BaseException:
+        status = "KILLED"
+        client.set_terminated(parent_id, status)
+        raise
+    wall = time.monotonic() - t0
+    study = load_or_create_study(settings, storage=opened)
+    return _finish(study, output, (client, parent_id), wall, code)
+
+
+def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: float | None, code: int = 0) -> int:
+    """Summary, figures, export, end of the study run."""
+    from optuna.trial import TrialState
+
+    from lit_sb3.zoo.tuning.export import log_study_figures, write_best_yaml
+
+    trials = study.get_trials(deepcopy=False)
+    counts = {s: sum(t.state == s for t in trials) for s in (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)}
+    line = (f"study {study.study_name}: {len(trials)} trials: {counts[TrialState.COMPLETE]} complete, "
+            f"{counts[TrialState.PRUNED]} pruned, {counts[TrialState.FAIL]} failed")  # fmt: skip
+    if wall is not None:
+        line += f" ({wall:.1f} s this run)"
+    print(line, flush=True)
+    path = None
+    if counts[TrialState.COMPLETE]:
+        best = study.best_trial
+        path = write_best_yaml(study, output)
+        print(f"best trial {best.number}: value {best.value:.6g}; zoo config written to {path}", flush=True)
+    else:
+        print("no complete trial: nothing exported")
+    if mlflow_run is not None:
+        from mlflow.entities import Metric
+
+        client, run_id = mlflow_run
+        try:
+            log_study_figures(study, client, run_id)
+            metrics = {"study/n_complete": counts[TrialState.COMPLETE], "study/n_pruned": counts[TrialState.PRUNED],
+                       "study/n_failed": counts[TrialState.FAIL]}  # fmt: skip
+            if counts[TrialState.COMPLETE]:
+                metrics["study/best_value"] = study.best_value
+                client.set_tag(run_id, "lit_sb3.best_trial", str(study.best_trial.number))
+            if wall is not None:
+                metrics["time/wall_seconds"] = wall
+            client.log_batch(run_id, metrics=[Metric(k, float(v), 0, 0) for k, v in metrics.items()])
+            if path is not None:
+                client.log_artifact(run_id, str(path))
+        finally:
+            client.set_terminated(run_id, "FINISHED" if code == 0 else "FAILED")
+    return code

@@ -1,0 +1,288 @@
+"""The objective of a ``bench tune`` trial: sample, resolve, train K seeds, report, prune, score.
+
+One trial = one MLflow run (tag ``lit_sb3.run_type=trial``, child of the study's run) with one child run per seed
+(``lit_sb3.run_type=trial_seed``), each trained by :func:`lit_sb3.zoo.runner.run_job`. Seeds ``0..K-1`` run one
+after the other (the same seeds for every trial: trials are compared on common random numbers).
+
+Objective value (maximised):
+
+- ``final`` (default): the mean over the trial's seeds of the final evaluation return;
+- ``last_mean``: the mean over seeds of the mean of the last :data:`LAST_N` evaluations (the final one
+  included), which is less noisy.
+
+A pruned trial raises ``optuna.TrialPruned`` (state PRUNED) after tagging its runs
+``lit_sb3.trial_state=pruned`` (MLflow status KILLED). A trial whose training diverges or raises is tagged
+``lit_sb3.trial_state=failed`` with ``lit_sb3.failure_reason`` (MLflow status FAILED), gets the user attribute
+``failure_reason`` and raises :class:`TrialFailed`, which the study catches (state FAIL, not counted).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lit_sb3.zoo.errors import BenchError
+from lit_sb3.zoo.tracking import FAILURE_TAG, RUN_TYPE, TrackingTarget, flatten_params
+
+__all__ = ["TuneSettings", "Objective", "TrialFailed", "LAST_N", "OBJECTIVES", "override_text"]
+
+LAST_N = 3
+OBJECTIVES = ("final", "last_mean")
+STATE_TAG = "lit_sb3.trial_state"
+
+
+class TrialFailed(RuntimeError):
+    """A trial's training diverged or raised (Optuna records it as FAIL; the study goes on)."""
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """Everything a worker process needs to run trials of a study (picklable).
+
+    Args:
+        algo: algorithm name.
+        env_id: gymnasium env id.
+        study_name: Optuna study name.
+        storage: storage spec (journal file path or RDB URL).
+        n_trials: finished (COMPLETE + PRUNED) trials the study should hold.
+        n_timesteps: env-step budget per seed.
+        eval_freq: env steps between evaluations.
+        eval_episodes: episodes per evaluation.
+        seeds_per_trial: seeds per trial (run sequentially).
+        objective: ``final`` or ``last_mean``.
+        space: the search space (:func:`~lit_sb3.zoo.tuning.search_spaces.space_to_jsonable`).
+        sampler: sampler name.
+        pruner: pruner name.
+        n_startup_trials: sampler/pruner startup trials.
+        n_warmup_steps: median pruner warm-up in env steps.
+        seed: sampler seed (None: random); worker ``w`` uses ``seed + w``.
+        timeout: seconds per worker (None: no limit).
+        tracking: MLflow target.
+        parent_run_id: the study invocation's MLflow run.
+        device: torch device of the jobs.
+    """
+
+    algo: str
+    env_id: str
+    study_name: str
+    storage: str
+    n_trials: int
+    n_timesteps: int
+    eval_freq: int
+    eval_episodes: int
+    seeds_per_trial: int
+    objective: str
+    space: dict[str, Any]
+    sampler: str
+    pruner: str
+    n_startup_trials: int
+    n_warmup_steps: int
+    seed: int | None
+    timeout: float | None
+    tracking: TrackingTarget
+    parent_run_id: str | None
+    device: str = "cpu"
+
+
+def override_text(value: Any) -> str:
+    """A zoo-format value as ``--hyperparams`` text for :func:`lit_sb3.zoo.config.resolve`.
+
+    Args:
+        value: number, bool, None or string (strings such as ``"dict(...)"`` are kept as they are).
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def objective_value(kind: str, evaluations: list[list[float]], scores: list[float]) -> float:
+    """The trial's value from its seeds' evaluation curves and final scores.
+
+    Args:
+        kind: ``final`` or ``last_mean``.
+        evaluations: per seed, the evaluation returns in order (the final evaluation last).
+        scores: per seed, the final evaluation return.
+    """
+    if kind == "final":
+        values = scores
+    else:
+        values = [sum(curve[-LAST_N:]) / len(curve[-LAST_N:]) for curve in evaluations if curve]
+    return sum(values) / len(values) if values else math.nan
+
+
+class Objective:
+    """``objective(trial) -> float`` for ``study.optimize``.
+
+    Args:
+        settings: the study settings.
+    """
+
+    def __init__(self, settings: TuneSettings) -> None:
+        self.settings = settings
+        self._client: Any = None
+        self._base: Any = None
+        self._env_tags: dict[str, str] | None = None
+
+    # -- helpers -------------------------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        """The MlflowClient (made once per process)."""
+        if self._client is None:
+            from mlflow import MlflowClient
+
+            self._client = MlflowClient(tracking_uri=self.settings.tracking.uri)
+        return self._client
+
+    def base_config(self) -> Any:
+        """The algo/env zoo config before tuning."""
+        if self._base is None:
+            from lit_sb3.zoo.config import resolve
+
+            self._base = resolve(self.settings.algo, self.settings.env_id)
+        return self._base
+
+    def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v) for k, v in sorted(params.items())]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i : i + 100])
+
+    def _create_trial_run(self, trial: Any, sampled: Mapping[str, Any], job_params: Mapping[str, Any]) -> str:
+        s = self.settings
+        tags = {
+            **({"mlflow.parentRunId": s.parent_run_id} if s.parent_run_id else {}),
+            RUN_TYPE: "trial",
+            "lit_sb3.algo": s.algo,
+            "lit_sb3.env": s.env_id,
+            "lit_sb3.study_name": s.study_name,
+            "lit_sb3.trial_number": str(trial.number),
+            STATE_TAG: "running",
+        }
+        run = self.client.create_run(s.tracking.experiment_id, run_name=f"trial-{trial.number}", tags=tags)
+        params = flatten_params(job_params)
+        for name, value in sampled.items():
+            params.setdefault(name, value if isinstance(value, str) else json.dumps(value))
+        params.update(seeds_per_trial=str(s.seeds_per_trial), objective=s.objective, eval_freq=str(s.eval_freq),
+                      eval_episodes=str(s.eval_episodes))  # fmt: skip
+        self._log_params(run.info.run_id, params)
+        return str(run.info.run_id)
+
+    def _end(self, run_id: str, state: str, status: str, metrics: Mapping[str, float],
+             extra_tags: Mapping[str, str] | None = None) -> None:  # fmt: skip
+        from mlflow.entities import Metric, RunTag
+
+        tags = [RunTag(STATE_TAG, state)] + [RunTag(k, v) for k, v in (extra_tags or {}).items()]
+        metric_items = [Metric(k, float(v), 0, 0) for k, v in metrics.items() if v is not None and math.isfinite(v)]
+        self.client.log_batch(run_id, metrics=metric_items, tags=tags)
+        self.client.set_terminated(run_id, status)
+
+    # -- the objective -------------------------------------------------------------------------------------
+    def __call__(self, trial: Any) -> float:
+        """Run one trial.
+
+        Args:
+            trial: ``optuna.Trial``.
+        """
+        import optuna
+
+        from lit_sb3.zoo.jobs import plan_grid
+        from lit_sb3.zoo.runner import run_job
+        from lit_sb3.zoo.tracking import Tracking, run_environment_tags
+        from lit_sb3.zoo.tuning.pruning import TrialReporter
+        from lit_sb3.zoo.tuning.search_spaces import sample_params, space_from_jsonable, to_hyperparameters
+
+        s = self.settings
+        space = space_from_jsonable(s.space)
+        sampled = sample_params(trial, space)
+        base = self.base_config()
+        try:
+            hp, notes = to_hyperparameters(s.algo, sampled, space.fixed, base.algo_kwargs, base.n_envs)
+            trial.set_user_attr("hyperparameters", hp)
+            if notes:
+                trial.set_user_attr("fixups", notes)
+            jobs, _ = plan_grid(
+                [s.algo], [s.env_id], range(s.seeds_per_trial), n_timesteps=s.n_timesteps, eval_freq=s.eval_freq,
+                eval_episodes=s.eval_episodes, overrides={k: override_text(v) for k, v in hp.items()},
+                device=s.device,
+            )  # fmt: skip
+        except BenchError as exc:
+            trial.set_user_attr("failure_reason", f"invalid hyperparameters: {exc}")
+            raise TrialFailed(f"invalid hyperparameters: {exc}") from exc
+
+        run_id = self._create_trial_run(trial, sampled, jobs[0].params)
+        trial.set_user_attr("mlflow_run_id", run_id)
+        tracking = Tracking(self.client, s.tracking)
+        if self._env_tags is None:
+            self._env_tags = run_environment_tags()
+        curves: list[list[float]] = []
+        scores: list[float] = []
+        env_steps = 0
+        try:
+            for k, spec in enumerate(jobs):
+                seed_run = tracking.create_job_run(spec, run_id, self._env_tags)
+                self.client.log_batch(seed_run, tags=_tags({
+                    RUN_TYPE: "trial_seed", "lit_sb3.study_name": s.study_name,
+                    "lit_sb3.trial_number": str(trial.number), "lit_sb3.seed_index": str(k),
+                }))  # fmt: skip
+                reporter = TrialReporter(trial, k, s.n_timesteps, s.eval_freq, curves)
+                result = run_job(spec, s.tracking, run_id=seed_run, on_evaluation=reporter, stopped_status="KILLED")
+                env_steps += int(result.env_steps)
+                if result.status != "FINISHED" and reporter.pruned_at is None:
+                    reason = result.failure_reason or f"seed {spec.seed} ended {result.status}"
+                    self.client.set_tag(seed_run, STATE_TAG, "failed")
+                    raise TrialFailed(f"seed {spec.seed}: {reason}")
+                if reporter.pruned_at is not None:
+                    self.client.set_tag(seed_run, STATE_TAG, "pruned")
+                    trial.set_user_attr("env_steps", env_steps)
+                    trial.set_user_attr("pruned_at_step", reporter.pruned_at)
+                    self._end(run_id, "pruned", "KILLED",
+                              {"trial/env_steps": env_steps, "trial/last_reported": reporter.last_reported},
+                              {"lit_sb3.pruned_at_step": str(reporter.pruned_at)})  # fmt: skip
+                    raise optuna.TrialPruned(f"pruned at step {reporter.pruned_at} (seed {spec.seed})")
+                self.client.set_tag(seed_run, STATE_TAG, "complete")
+                curves.append([float(v) for _, v in result.evaluations])
+                scores.append(float(result.score))
+            value = objective_value(s.objective, curves, scores)
+            if not math.isfinite(value):
+                raise TrialFailed(f"objective is {value}")
+        except TrialFailed as exc:
+            trial.set_user_attr("failure_reason", str(exc))
+            trial.set_user_attr("env_steps", env_steps)
+            self._end(run_id, "failed", "FAILED", {"trial/env_steps": env_steps}, {FAILURE_TAG: str(exc)[:5000]})
+            raise
+        except optuna.TrialPruned:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. the tracking store failed: the trial fails, the study goes on
+            reason = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            trial.set_user_attr("failure_reason", reason)
+            try:
+                self._end(run_id, "failed", "FAILED", {"trial/env_steps": env_steps}, {FAILURE_TAG: reason[:5000]})
+            except Exception:  # noqa: BLE001
+                pass
+            raise TrialFailed(reason) from exc
+        except BaseException:
+            try:
+                self._end(run_id, "interrupted", "KILLED", {"trial/env_steps": env_steps})
+            except Exception:  # noqa: BLE001
+                pass
+            raise
+        trial.set_user_attr("env_steps", env_steps)
+        trial.set_user_attr("seed_scores", scores)
+        metrics = {"trial/value": value, "trial/env_steps": env_steps}
+        metrics.update({f"trial/seed_{k}_score": v for k, v in enumerate(scores)})
+        self._end(run_id, "complete", "FINISHED", metrics)
+        return value
+
+
+def _tags(values: Mapping[str, str]) -> list[Any]:
+    from mlflow.entities import RunTag
+
+    return [RunTag(k, v) for k, v in values.items()]

@@ -1,0 +1,295 @@
+"""Optuna storage, samplers, study creation/resume and the worker processes of ``bench tune``.
+
+Storage: a journal file by default (``./optuna/<study>.journal``; several local processes share it and
+``optuna-dashboard ./optuna/<study>.journal`` reads it), or any RDB URL (``sqlite:///...``,
+``postgresql://...``). A study is resumed until it holds ``n_trials`` finished (COMPLETE + PRUNED) trials;
+``--jobs N`` runs N spawned worker processes on it, each calling ``study.optimize`` until Optuna's
+``MaxTrialsCallback`` sees enough finished trials (with N workers the study may end up to N - 1 trials over).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import multiprocessing
+import re
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from lit_sb3.zoo.errors import BenchError, did_you_mean
+from lit_sb3.zoo.tuning.objective import Objective, TrialFailed, TuneSettings
+
+__all__ = [
+    "SAMPLERS",
+    "DEFAULT_STORAGE_DIR",
+    "default_study_name",
+    "storage_spec",
+    "open_storage",
+    "make_sampler",
+    "load_or_create_study",
+    "finished_count",
+    "run_workers",
+]
+
+SAMPLERS = ("tpe", "random", "cmaes", "gp")
+DEFAULT_STORAGE_DIR = "optuna"
+_URL_RE = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+
+
+def default_study_name(algo: str, env_id: str) -> str:
+    """``<algo>-<env id>`` with characters unsafe in file names replaced.
+
+    Args:
+        algo: algorithm name.
+        env_id: env id.
+    """
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", f"{algo}-{env_id.rsplit(':', 1)[-1]}")
+
+
+def storage_spec(storage: str | None, study_name: str) -> str:
+    """The storage as a string workers can reopen: an RDB URL, or an absolute journal file path.
+
+    Args:
+        storage: ``--storage`` (None: ``./optuna/<study>.journal``).
+        study_name: the study name.
+    """
+    if storage is None:
+        return str((Path(DEFAULT_STORAGE_DIR) / f"{study_name}.journal").resolve())
+    if _URL_RE.match(storage):
+        if storage.startswith("sqlite:///") and not storage.startswith("sqlite:////"):
+            path = Path(storage[len("sqlite:///") :])
+            return "sqlite:///" + str(path.resolve())
+        return storage
+    return str(Path(storage).expanduser().resolve())
+
+
+def is_journal(spec: str) -> bool:
+    """Whether a storage spec is a journal file (not an RDB URL).
+
+    Args:
+        spec: from :func:`storage_spec`.
+    """
+    return not _URL_RE.match(spec)
+
+
+def open_storage(spec: str) -> Any:
+    """Open the Optuna storage (one-line :class:`BenchError` when it cannot be opened, in seconds).
+
+    Args:
+        spec: from :func:`storage_spec`.
+    """
+    import optuna
+
+    if is_journal(spec):
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        path = Path(spec)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return JournalStorage(JournalFileBackend(str(path)))
+        except OSError as exc:
+            raise BenchError(f"cannot open journal storage {spec!r}: {exc.strerror or exc}") from exc
+    engine_kwargs: dict[str, Any] = {}
+    if spec.startswith(("postgresql", "postgres")):
+        engine_kwargs["connect_args"] = {"connect_timeout": 5}
+    elif spec.startswith("mysql"):
+        engine_kwargs["connect_args"] = {"connect_timeout": 5}
+    elif spec.startswith("sqlite:///"):
+        folder = Path(spec[len("sqlite:///") :].split("?")[0]).parent
+        if not folder.is_dir():
+            raise BenchError(f"cannot open storage {spec!r}: folder {str(folder)!r} does not exist")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeat_interval
+            # the heartbeat lets a resumed study mark trials of a killed worker FAILED
+            return optuna.storages.RDBStorage(spec, engine_kwargs=engine_kwargs, heartbeat_interval=60,
+                                              grace_period=180)  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - any failure to open the storage is the user's URL
+        text = " ".join(str(exc).split())[:300]
+        raise BenchError(f"cannot open storage {spec!r}: {type(exc).__name__}: {text}") from exc
+
+
+def make_sampler(name: str, *, seed: int | None, n_startup_trials: int) -> Any:
+    """The Optuna sampler called ``name``.
+
+    Args:
+        name: ``tpe`` (default), ``random``, ``cmaes`` or ``gp``.
+        seed: random seed (None: random).
+        n_startup_trials: random trials before the model-based samplers take over.
+    """
+    import optuna
+
+    key = name.strip().lower()
+    if key == "tpe":
+        return optuna.samplers.TPESampler(n_startup_trials=n_startup_trials, seed=seed, multivariate=True)
+    if key == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if key == "cmaes":
+        try:
+            import cmaes  # noqa: F401
+        except ImportError:
+            raise BenchError("sampler 'cmaes' needs the package cmaes (pip install cmaes)") from None
+        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=n_startup_trials, warn_independent_sampling=False)
+    if key == "gp":
+        return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
+    raise BenchError(f"unknown sampler '{name}'{did_you_mean(key, SAMPLERS)}; known: {', '.join(SAMPLERS)}")
+
+
+def _pruner(settings: TuneSettings) -> Any:
+    from lit_sb3.zoo.tuning.pruning import make_pruner
+
+    return make_pruner(settings.pruner, n_startup_trials=settings.n_startup_trials,
+                       n_warmup_steps=settings.n_warmup_steps, eval_freq=settings.eval_freq,
+                       max_resource=settings.n_timesteps * settings.seeds_per_trial)  # fmt: skip
+
+
+_IDENTITY = ("algo", "env_id", "n_timesteps", "eval_freq", "eval_episodes", "seeds_per_trial", "objective")
+
+
+def load_or_create_study(settings: TuneSettings, *, storage: Any | None = None, worker: int = 0) -> Any:
+    """Create the study or load it to resume; a study made for another algo/env/budget is an error.
+
+    Args:
+        settings: the study settings.
+        storage: an opened storage (None: open ``settings.storage``).
+        worker: worker index (the sampler seed is ``seed + worker``).
+    """
+    import optuna
+
+    storage = storage if storage is not None else open_storage(settings.storage)
+    seed = None if settings.seed is None else settings.seed + worker
+    sampler = make_sampler(settings.sampler, seed=seed, n_startup_trials=settings.n_startup_trials)
+    study = optuna.create_study(study_name=settings.study_name, storage=storage, sampler=sampler,
+                                pruner=_pruner(settings), direction="maximize", load_if_exists=True)  # fmt: skip
+    attrs = study.user_attrs
+    if not attrs:
+        for key in _IDENTITY:
+            study.set_user_attr(key, getattr(settings, key))
+        study.set_user_attr("search_space", settings.space)
+    else:
+        for key in _IDENTITY:
+            if key in attrs and attrs[key] != getattr(settings, key):
+                raise BenchError(
+                    f"study '{settings.study_name}' in {settings.storage} was made with {key}={attrs[key]!r}, not "
+                    f"{getattr(settings, key)!r}; use the same options or another --study-name"
+                )
+    return study
+
+
+def finished_count(study: Any) -> int:
+    """COMPLETE + PRUNED trials of the study.
+
+    Args:
+        study: the study.
+    """
+    from optuna.trial import TrialState
+
+    return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+
+
+class _FailureCap:
+    """Stop the study when this worker has seen ``limit`` failed trials in a row (a broken setup)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.in_a_row = 0
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        from optuna.trial import TrialState
+
+        self.in_a_row = self.in_a_row + 1 if trial.state == TrialState.FAIL else 0
+        if self.in_a_row >= self.limit:
+            logging.getLogger(__name__).warning("stopping: %d trials failed in a row", self.in_a_row)
+            study.stop()
+
+
+def _print_trial(study: Any, trial: Any) -> None:
+    """One line per finished trial."""
+    from optuna.trial import TrialState
+
+    steps = trial.user_attrs.get("env_steps")
+    extra = f"  env steps {steps}" if steps is not None else ""
+    if trial.state == TrialState.COMPLETE:
+        text = f"value {trial.value:.4g}"
+    elif trial.state == TrialState.PRUNED:
+        text = f"pruned at step {trial.user_attrs.get('pruned_at_step', '?')}"
+    else:
+        text = f"failed: {trial.user_attrs.get('failure_reason', '')}"
+    print(f"trial {trial.number:4d} {trial.state.name:8s} {text}{extra}", flush=True)
+
+
+@contextlib.contextmanager
+def _quiet_optuna() -> Iterator[None]:
+    import optuna
+
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # failed trials are printed by _print_trial
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(level)
+
+
+def worker_main(settings: TuneSettings, worker: int = 0) -> int:
+    """Run trials of the study until it holds ``settings.n_trials`` finished trials (or the timeout).
+
+    Args:
+        settings: the study settings.
+        worker: worker index.
+    """
+    from optuna.study import MaxTrialsCallback
+    from optuna.trial import TrialState
+
+    from lit_sb3.zoo.tracking import _quiet_mlflow
+
+    _quiet_mlflow()
+    with _quiet_optuna():
+        study = load_or_create_study(settings, worker=worker)
+        if finished_count(study) >= settings.n_trials:
+            return 0
+        callbacks = [
+            MaxTrialsCallback(settings.n_trials, states=(TrialState.COMPLETE, TrialState.PRUNED)),
+            _FailureCap(max(3, settings.n_trials)),
+            _print_trial,
+        ]
+        study.optimize(Objective(settings), n_trials=None, timeout=settings.timeout, callbacks=callbacks,
+                       catch=(TrialFailed,), gc_after_trial=True)  # fmt: skip
+    return 0
+
+
+def _spawn_target(settings: TuneSettings, worker: int) -> None:
+    import sys
+
+    try:
+        worker_main(settings, worker)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def run_workers(settings: TuneSettings, jobs: int) -> int:
+    """Run the study with ``jobs`` worker processes (spawned; ``jobs == 1`` runs in this process).
+
+    Args:
+        settings: the study settings.
+        jobs: number of worker processes.
+    """
+    if jobs <= 1:
+        return worker_main(settings, 0)
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_spawn_target, args=(settings, w), name=f"bench-tune-{w}") for w in range(jobs)]
+    for proc in procs:
+        proc.start()
+    try:
+        for proc in procs:
+            proc.join()
+    except KeyboardInterrupt:
+        for proc in procs:
+            if proc.is_alive():
+                proc.terminate()
+        for proc in procs:
+            proc.join(10)
+        raise
+    bad = [p.exitcode for p in procs if p.exitcode not in (0, None)]
+    return 1 if bad else 0

@@ -1,0 +1,337 @@
+"""``bench tune``: real Optuna studies (journal file and sqlite storages), real MLflow sqlite stores, real
+CartPole training with tiny budgets (512-1024 env steps, 2 evaluations)."""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from lit_sb3.zoo.cli import main
+
+TINY_SPACE = {
+    "replace": True,
+    "params": {
+        "n_envs": 2,
+        "n_steps": 64,
+        "batch_size": 64,
+        "n_epochs": 1,
+        "learning_rate": {"type": "float", "low": 1e-4, "high": 3e-3, "log": True},
+        "net_arch": {"type": "categorical", "choices": ["tiny", "small"]},
+    },
+}
+BUDGET = ["--n-timesteps", "512", "--n-evaluations", "2", "--eval-episodes", "2"]
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty MLflow sqlite database (a new one spends seconds on migrations): copied per test."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template-tune") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
+    return path
+
+
+def _store(folder: Path, template: Path) -> str:
+    shutil.copy(template, folder / "mlflow.db")
+    return f"sqlite:///{folder / 'mlflow.db'}"
+
+
+def _space(folder: Path, data: dict[str, Any] | None = None, name: str = "space.yml") -> str:
+    path = folder / name
+    path.write_text(yaml.safe_dump(data if data is not None else TINY_SPACE))
+    return str(path)
+
+
+def _runs(uri: str, experiment: str, run_type: str) -> list[Any]:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    assert exp is not None, f"no experiment {experiment}"
+    return list(client.search_runs([exp.experiment_id], filter_string=f"tags.`lit_sb3.run_type` = '{run_type}'",
+                                   max_results=1000))  # fmt: skip
+
+
+def _study(storage: Any, name: str) -> Any:
+    import optuna
+
+    if isinstance(storage, Path):
+        from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+        storage = JournalStorage(JournalFileBackend(str(storage)))
+    return optuna.load_study(study_name=name, storage=storage)
+
+
+def _finished(study: Any) -> list[Any]:
+    from optuna.trial import TrialState
+
+    return [t for t in study.trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+
+
+def _precreate(journal: Path, name: str, params: list[dict[str, Any]]) -> None:
+    """Create the study in a journal file and enqueue trials (so the test decides what they sample)."""
+    import optuna
+    from optuna.storages.journal import JournalFileBackend, JournalStorage
+
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    study = optuna.create_study(study_name=name, direction="maximize",
+                                storage=JournalStorage(JournalFileBackend(str(journal))))  # fmt: skip
+    for p in params:
+        study.enqueue_trial(p)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a journal study with 2 seeds per trial, used by several tests
+# ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def journal_study(tmp_path_factory: pytest.TempPathFactory, mlflow_template: Path) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("tune-journal")
+    uri = _store(folder, mlflow_template)
+    journal = folder / "studies" / "s.journal"
+    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "2", "--seeds-per-trial", "2", *BUDGET,
+            "--search-space", _space(folder), "--pruner", "none", "--seed", "0", "--study-name", "s",
+            "--storage", str(journal), "--tracking-uri", uri, "--experiment", "tune-test"]  # fmt: skip
+    t0 = time.monotonic()
+    assert main(argv) == 0
+    return {"folder": folder, "uri": uri, "journal": journal, "wall": time.monotonic() - t0, "argv": argv}
+
+
+def test_journal_study_completes_and_is_tracked(journal_study: dict[str, Any]) -> None:
+    study = _study(journal_study["journal"], "s")
+    assert len(_finished(study)) == 2 and len(study.trials) == 2
+    assert study.user_attrs["algo"] == "ppo" and study.user_attrs["seeds_per_trial"] == 2
+    uri = journal_study["uri"]
+    (parent,) = _runs(uri, "tune-test", "study")
+    assert parent.info.status == "FINISHED"
+    assert parent.data.tags["lit_sb3.study_name"] == "s" and parent.data.tags["lit_sb3.sampler"] == "tpe"
+    assert parent.data.tags["lit_sb3.pruner"] == "none"
+    from mlflow import MlflowClient
+
+    artifacts = {a.path for a in MlflowClient(tracking_uri=uri).list_artifacts(parent.info.run_id)}
+    assert {"optimization_history.png", "s_best.yml", "search_space.json"} <= artifacts
+    trials = _runs(uri, "tune-test", "trial")
+    assert sorted(int(r.data.tags["lit_sb3.trial_number"]) for r in trials) == [0, 1]
+    for run in trials:
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert run.data.tags["lit_sb3.trial_state"] == "complete" and run.info.status == "FINISHED"
+        assert "learning_rate" in run.data.params and "algo_kwargs.learning_rate" in run.data.params
+
+
+def test_seeds_per_trial_objective_is_mean_of_seed_runs(journal_study: dict[str, Any]) -> None:
+    uri = journal_study["uri"]
+    study = _study(journal_study["journal"], "s")
+    seeds = _runs(uri, "tune-test", "trial_seed")
+    assert len(seeds) == 4
+    for trial in study.trials:
+        run_id = trial.user_attrs["mlflow_run_id"]
+        mine = [r for r in seeds if r.data.tags["mlflow.parentRunId"] == run_id]
+        assert sorted(r.data.tags["lit_sb3.seed"] for r in mine) == ["0", "1"]
+        finals = [r.data.metrics["final/mean_reward"] for r in mine]
+        assert trial.value == pytest.approx(statistics.fmean(finals))
+        assert all(r.data.metrics["time/total_timesteps"] == 512 for r in mine)
+
+
+def test_show_prints_best_trials(journal_study: dict[str, Any], capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["tune", "--show", "--study-name", "s", "--storage", str(journal_study["journal"])]) == 0
+    out = capsys.readouterr().out
+    assert "best 2 trials" in out and "COMPLETE" in out and "learning_rate=" in out
+
+
+def test_exported_yaml_runs_under_bench_run(journal_study: dict[str, Any], in_tmp_path: Path,
+                                            mlflow_template: Path) -> None:  # fmt: skip
+    from lit_sb3.zoo.config import resolve
+
+    path = journal_study["journal"].parent / "s_best.yml"
+    data = yaml.safe_load(path.read_text())
+    entry = data["CartPole-v1"]
+    study = _study(journal_study["journal"], "s")
+    assert entry["learning_rate"] == pytest.approx(study.best_params["learning_rate"])
+    assert entry["n_timesteps"] == 512 and entry["policy"] == "MlpPolicy"
+    cfg = resolve("ppo", "CartPole-v1", config_files=[path])
+    assert cfg.algo_kwargs["n_steps"] == 64 and cfg.n_envs == 2
+    assert cfg.algo_kwargs["policy_kwargs"]["net_arch"] in ({"pi": [64], "vf": [64]}, {"pi": [64, 64], "vf": [64, 64]})
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "ppo", "--envs", "CartPole-v1", "--seeds", "1", "--config", str(path),
+            "--n-timesteps", "256", "--eval-freq", "128", "--eval-episodes", "1", "--jobs", "1",
+            "--tracking-uri", uri, "--experiment", "from-tune"]  # fmt: skip
+    assert main(argv) == 0
+    (job,) = _runs(uri, "from-tune", "job")
+    assert job.info.status == "FINISHED"
+    assert float(job.data.params["algo_kwargs.learning_rate"]) == pytest.approx(entry["learning_rate"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sqlite storage, resume
+# ---------------------------------------------------------------------------------------------------------
+def test_sqlite_storage_and_resume(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    storage = f"sqlite:///{in_tmp_path / 'optuna.db'}"
+    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", *BUDGET, "--search-space", _space(in_tmp_path),
+            "--storage", storage, "--tracking-uri", uri, "--seed", "1"]  # fmt: skip
+    assert main([*argv, "--n-trials", "1"]) == 0
+    assert len(_finished(_study(storage, "ppo-CartPole-v1"))) == 1
+    assert main([*argv, "--n-trials", "2"]) == 0  # resumes: one more trial
+    study = _study(storage, "ppo-CartPole-v1")
+    assert [t.number for t in _finished(study)] == [0, 1]
+    assert len(_runs(uri, "tune-ppo-CartPole-v1", "study")) == 2
+    assert (in_tmp_path / "optuna" / "ppo-CartPole-v1_best.yml").exists()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# pruning
+# ---------------------------------------------------------------------------------------------------------
+def test_bad_trials_are_pruned_early(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    space = {"replace": True, "params": {"n_envs": 2, "n_steps": 128, "batch_size": 64, "n_epochs": 2,
+                                         "learning_rate": {"type": "categorical", "choices": [0.003, 5.0]}}}  # fmt: skip
+    journal = in_tmp_path / "optuna" / "p.journal"
+    # two sensible trials complete first, then a learning rate of 5 wrecks the policy by the first evaluation
+    _precreate(journal, "p", [{"learning_rate": 0.003}, {"learning_rate": 0.003}, {"learning_rate": 5.0}])
+    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--study-name", "p", "--n-trials", "3",
+            "--n-timesteps", "1024", "--n-evaluations", "2", "--eval-episodes", "2",
+            "--search-space", _space(in_tmp_path, space), "--pruner", "median", "--n-startup-trials", "2",
+            "--n-warmup-evaluations", "0", "--tracking-uri", uri, "--experiment", "prune"]  # fmt: skip
+    assert main(argv) == 0
+    from optuna.trial import TrialState
+
+    study = _study(journal, "p")
+    pruned = [t for t in study.trials if t.state == TrialState.PRUNED]
+    assert pruned, [(t.number, t.state, t.intermediate_values) for t in study.trials]
+    for trial in pruned:
+        assert trial.user_attrs["env_steps"] < 1024
+    runs = {r.data.tags["lit_sb3.trial_number"]: r for r in _runs(uri, "prune", "trial")}
+    run = runs[str(pruned[0].number)]
+    assert run.data.tags["lit_sb3.trial_state"] == "pruned" and run.info.status == "KILLED"
+    assert run.data.metrics["trial/env_steps"] < 1024
+    (seed,) = [r for r in _runs(uri, "prune", "trial_seed") if r.data.tags["mlflow.parentRunId"] == run.info.run_id]
+    assert seed.info.status == "KILLED" and seed.data.tags["lit_sb3.trial_state"] == "pruned"
+    assert seed.data.metrics["time/total_timesteps"] < 1024
+
+
+def test_failed_trial_is_recorded_and_the_study_goes_on(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    space = {"replace": True, "params": {"n_envs": 2, "n_steps": 64, "n_epochs": 1,
+                                         "batch_size": {"type": "categorical", "choices": [1, 64]}}}  # fmt: skip
+    journal = in_tmp_path / "optuna" / "f.journal"
+    _precreate(journal, "f", [{"batch_size": 1}, {"batch_size": 64}])  # PPO refuses batch_size 1
+    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--study-name", "f", "--n-trials", "1", *BUDGET,
+            "--search-space", _space(in_tmp_path, space), "--tracking-uri", uri, "--experiment", "fail"]  # fmt: skip
+    assert main(argv) == 0
+    from optuna.trial import TrialState
+
+    study = _study(journal, "f")
+    assert [t.state for t in study.trials] == [TrialState.FAIL, TrialState.COMPLETE]
+    assert "batch_size" in study.trials[0].user_attrs["failure_reason"]
+    run = {r.data.tags["lit_sb3.trial_number"]: r for r in _runs(uri, "fail", "trial")}["0"]
+    assert run.info.status == "FAILED" and run.data.tags["lit_sb3.trial_state"] == "failed"
+    assert "batch_size" in run.data.tags["lit_sb3.failure_reason"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# two worker processes on one study
+# ---------------------------------------------------------------------------------------------------------
+def test_two_workers_share_one_study(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "2", "--jobs", "2", *BUDGET,
+            "--search-space", _space(in_tmp_path), "--seed", "3", "--tracking-uri", uri]  # fmt: skip
+    assert main(argv) == 0
+    study = _study(in_tmp_path / "optuna" / "ppo-CartPole-v1.journal", "ppo-CartPole-v1")
+    numbers = [t.number for t in study.trials]
+    assert len(numbers) == len(set(numbers)) and len(_finished(study)) >= 2
+    run_numbers = [r.data.tags["lit_sb3.trial_number"] for r in _runs(uri, "tune-ppo-CartPole-v1", "trial")]
+    assert len(run_numbers) == len(set(run_numbers)) == len(numbers)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# search spaces and errors (nothing trains)
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("algo,env_id", [("ppo", "CartPole-v1"), ("a2c", "CartPole-v1"), ("dqn", "CartPole-v1"),
+                                         ("sac", "Pendulum-v1"), ("td3", "Pendulum-v1"), ("ddpg", "Pendulum-v1")])  # fmt: skip
+def test_builtin_search_spaces_resolve(algo: str, env_id: str) -> None:
+    import optuna
+
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.tuning.objective import override_text
+    from lit_sb3.zoo.tuning.search_spaces import default_search_space, sample_params, to_hyperparameters
+
+    space = default_search_space(algo)
+    base = resolve(algo, env_id)
+    for index in (0, -1):
+        point = {n: (s.choices[index] if s.type == "categorical" else (s.low if index == 0 else s.high))
+                 for n, s in space.params.items()}  # fmt: skip
+        sampled = sample_params(optuna.trial.FixedTrial(point), space)
+        hp, _ = to_hyperparameters(algo, sampled, space.fixed, base.algo_kwargs, base.n_envs)
+        cfg = resolve(algo, env_id, overrides={k: override_text(v) for k, v in hp.items()})
+        assert "net_arch" in cfg.algo_kwargs["policy_kwargs"]
+        if algo == "ppo":
+            assert cfg.algo_kwargs["batch_size"] <= cfg.algo_kwargs["n_steps"] * cfg.n_envs
+            assert cfg.algo_kwargs["gamma"] == pytest.approx(1 - point["one_minus_gamma"])
+
+
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--sampler", "tpee"], "unknown sampler 'tpee' (did you mean 'tpe'?)"),
+        (["--pruner", "medain"], "unknown pruner 'medain' (did you mean 'median'?)"),
+        (["--algo", "ppp"], "unknown algorithm 'ppp'"),
+        (["--env", "CartPol-v1"], "unknown env id 'CartPol-v1'"),
+        (["--search-space", "@unknown"], "unknown parameter 'learning_rat'"),
+        (["--search-space", "@empty"], "parameter 'learning_rate': empty range"),
+        (["--search-space", "@badtype"], "parameter 'n_epochs': type must be one of"),
+        (["--storage", "@unwritable"], "cannot open journal storage"),
+        (["--storage", "postgresql://u:p@127.0.0.1:1/db"], "cannot open storage 'postgresql://"),
+    ],
+)
+def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_template: Path,
+                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    uri = _store(in_tmp_path, mlflow_template)
+    files = {
+        "@unknown": {"learning_rat": {"type": "float", "low": 1e-4, "high": 1e-3}},
+        "@empty": {"learning_rate": {"type": "float", "low": 1e-3, "high": 1e-4}},
+        "@badtype": {"n_epochs": {"type": "integer", "low": 1, "high": 3}},
+    }
+    (in_tmp_path / "afile").write_text("")
+    extra = [
+        _space(in_tmp_path, files[x], f"{x[1:]}.yml") if x in files
+        else str(in_tmp_path / "afile" / "sub" / "s.journal") if x == "@unwritable" else x
+        for x in extra
+    ]  # fmt: skip
+    options = {"--algo": "ppo", "--env": "CartPole-v1", "--n-trials": "1", "--tracking-uri": uri}
+    for key, value in zip(extra[::2], extra[1::2]):
+        options[key] = value
+    argv = ["tune"] + [x for kv in options.items() for x in kv] + BUDGET
+    t0 = time.monotonic()
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert time.monotonic() - t0 < 30
+    assert message in err and len(err.splitlines()) == 1, err
+    if "--search-space" in options:
+        assert options["--search-space"] in err  # the message names the file
+    assert not (in_tmp_path / "optuna").exists() or "--storage" in options  # nothing was started
+
+
+def test_seed_reports_are_running_means_and_objectives() -> None:
+    import optuna
+
+    from lit_sb3.zoo.tuning.objective import objective_value
+    from lit_sb3.zoo.tuning.pruning import TrialReporter
+
+    study = optuna.create_study(direction="maximize")
+    trial = study.ask()
+    first = TrialReporter(trial, 0, 1000, 500, [])
+    assert first(500, 10.0) and first(1000, 20.0)
+    second = TrialReporter(trial, 1, 1000, 500, [first.values])
+    assert second(500, 30.0) and second(1000, 40.0)
+    assert trial.storage.get_trial(trial._trial_id).intermediate_values == {500: 10.0, 1000: 20.0, 1500: 20.0,
+                                                                            2000: 30.0}  # fmt: skip
+    assert objective_value("final", [[1.0, 2.0, 3.0, 4.0], [5.0]], [4.0, 5.0]) == 4.5
+    assert objective_value("last_mean", [[1.0, 2.0, 3.0, 4.0], [5.0]], [4.0, 5.0]) == pytest.approx((3.0 + 5.0) / 2)
