@@ -162,6 +162,9 @@ class BaseAlgorithm(L.LightningModule):
                 raise ValueError("Continuous action space must have a finite lower and upper bound")
         if getattr(self, "observation_space", None) is not None and hasattr(self, "policy"):
             self._check_spaces_match(vec_env)
+        if self.env is not None and vec_env is not self.env:
+            # a different env: its first observation must come from a reset, even when training continues
+            self._last_obs = None
         self.observation_space = vec_env.observation_space
         self.action_space = vec_env.action_space
         self.n_envs = vec_env.num_envs

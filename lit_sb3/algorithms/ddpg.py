@@ -1,0 +1,118 @@
+"""Deep Deterministic Policy Gradient (Lillicrap et al. 2016) — SB3's DDPG as a LightningModule.
+
+Paper: https://arxiv.org/abs/1509.02971
+
+As in SB3, DDPG is TD3 without its tricks: one critic (``n_critics=1`` unless ``policy_kwargs`` says
+otherwise), the actor updated at every critic update (``policy_delay=1``) and no target policy smoothing
+(``target_noise_clip=0``). The update is :meth:`lit_sb3.algorithms.td3.TD3.train`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import torch as th
+
+from lit_sb3.algorithms.td3 import TD3
+from lit_sb3.buffers.replay import ReplayBuffer
+from lit_sb3.core.noise import ActionNoise
+from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.policies.td3 import TD3Policy
+
+SelfDDPG = TypeVar("SelfDDPG", bound="DDPG")
+
+__all__ = ["DDPG"]
+
+
+class DDPG(TD3):
+    """Deep Deterministic Policy Gradient, with SB3 2.x arguments and defaults.
+
+    Args:
+        policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        learning_rate: learning rate (actor and critic), constant or schedule.
+        buffer_size: replay buffer capacity.
+        learning_starts: env steps of uniform random actions before learning.
+        batch_size: minibatch size.
+        tau: soft update coefficient of the targets.
+        gamma: discount factor.
+        train_freq: update every n steps, or ``(n, "episode")``.
+        gradient_steps: gradient steps per update (-1: as many as env steps collected).
+        action_noise: exploration noise (e.g. ``NormalActionNoise``).
+        replay_buffer_class: replay buffer class (None: chosen automatically).
+        replay_buffer_kwargs: replay buffer arguments.
+        optimize_memory_usage: memory-efficient replay buffer.
+        n_steps: n-step returns.
+        tensorboard_log: accepted for SB3 compatibility.
+        policy_kwargs: policy arguments (``n_critics`` defaults to 1).
+        verbose: verbosity level.
+        seed: random seed.
+        device: torch device.
+    """
+
+    def __init__(
+        self,
+        policy: str | type[TD3Policy],
+        learning_rate: float | Schedule = 1e-3,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        super().__init__(
+            policy=policy,
+            learning_rate=learning_rate,
+            buffer_size=buffer_size,
+            learning_starts=learning_starts,
+            batch_size=batch_size,
+            tau=tau,
+            gamma=gamma,
+            train_freq=train_freq,
+            gradient_steps=gradient_steps,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_kwargs=policy_kwargs,
+            tensorboard_log=tensorboard_log,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            # TD3 without its tricks
+            policy_delay=1,
+            target_noise_clip=0.0,
+            target_policy_noise=0.1,
+        )
+        # a single critic
+        if "n_critics" not in self.policy_kwargs:
+            self.policy_kwargs["n_critics"] = 1
+
+    def learn(
+        self: SelfDDPG,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str = "DDPG",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: Any = None,
+    ) -> SelfDDPG:
+        """See :meth:`OffPolicyAlgorithm.learn` (``log_every_n_steps`` counts episodes, default 4)."""
+        return super().learn(
+            total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps, tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps, progress_bar=progress_bar, default_root_dir=default_root_dir,
+        )  # fmt: skip

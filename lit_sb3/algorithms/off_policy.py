@@ -1,0 +1,742 @@
+"""Off-policy algorithm base class (SAC, TD3, DDPG, DQN) as a LightningModule (seed 000's contract).
+
+Architecture:
+  * ``automatic_optimization = False``: every backward/optimizer step is explicit.
+  * ``train_dataloader`` (from :class:`BaseAlgorithm`) yields endless tokens
+    (:class:`~lit_sb3.data.replay.InfiniteReplayBufferDataset`); the RLTrainer's env-step budget stops the run.
+  * ``training_step`` runs collect/update *cycles*: collect ``train_freq`` env steps into the replay buffer, then
+    ``gradient_steps`` updates (subclasses' :meth:`train`). Lightning costs ~0.7-1.3 ms per ``training_step``,
+    so one ``training_step`` runs cycles until at least ``min_env_steps_per_training_step`` (32) env steps were
+    collected (each cycle ends on an episode boundary when ``train_freq`` is in episodes). The semantics are
+    exactly those of one cycle per step, as in SB3: callbacks fire after every env step, the budget is exact
+    (collection stops on the step that reaches it), logs are dumped every ``log_interval`` episodes.
+  * ``learn()`` wraps ``RLTrainer.fit`` with SB3's signature.
+
+Speed choices (see ``benchmarks/bench_off_policy.py``): actions are selected by a lean path (numpy -> tensor
+without copy -> ``policy._predict`` under ``inference_mode`` -> numpy), transitions are stored without the
+per-step ``deepcopy`` unless an episode ended, losses stay tensors until logs are flushed, backward is a plain
+``loss.backward()`` (Lightning's ``manual_backward`` only adds the precision plugin's hooks and the
+``on_before/after_backward`` callback hooks per call; precisions that need loss scaling (``16-mixed``) are
+rejected with a clear error, ``bf16-mixed``/``bf16-true``/``32-true``/``64-true`` work unchanged).
+"""
+
+from __future__ import annotations
+
+import io
+import pathlib
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+
+from lit_sb3.algorithms.base import BaseAlgorithm
+from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
+from lit_sb3.buffers.dict_replay import DictReplayBuffer
+from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
+from lit_sb3.buffers.replay import ReplayBuffer
+from lit_sb3.callbacks.base import BaseCallback
+from lit_sb3.core.noise import ActionNoise, VectorizedActionNoise, noise_from_dict, noise_to_dict
+from lit_sb3.core.preprocessing import is_image_space
+from lit_sb3.core.types import GymEnv, MaybeCallback, RolloutReturn, Schedule, TrainFreq, TrainFrequencyUnit
+from lit_sb3.policies.base import BasePolicy
+from lit_sb3.policies.registry import register_class
+from lit_sb3.utils.math import safe_mean
+from lit_sb3.utils.training import should_collect_more_steps
+from lit_sb3.vec_env import VecEnv
+
+SelfOffPolicyAlgorithm = TypeVar("SelfOffPolicyAlgorithm", bound="OffPolicyAlgorithm")
+
+__all__ = ["OffPolicyAlgorithm"]
+
+# replay buffer classes may be named in saved models (constructor argument `replay_buffer_class`)
+_BUFFER_CLASSES: dict[str, type[ReplayBuffer]] = {
+    cls.__name__: cls for cls in (ReplayBuffer, DictReplayBuffer, NStepReplayBuffer, HerReplayBuffer)
+}
+for _cls in _BUFFER_CLASSES.values():
+    register_class(_cls)
+del _cls
+
+
+# modules whose forward does not depend on `training` (anything else, e.g. BatchNorm, Dropout or a custom
+# module, makes the algorithms switch the policy between training and evaluation mode as SB3 does)
+_MODE_FREE_MODULES = ("torch.nn.modules.linear", "torch.nn.modules.conv", "torch.nn.modules.activation",
+                      "torch.nn.modules.container", "torch.nn.modules.flatten", "torch.nn.modules.normalization")
+
+
+def _train_mode_matters(module: th.nn.Module) -> bool:
+    """Whether some submodule may behave differently in training and evaluation mode."""
+    for sub in module.modules():
+        name = type(sub).__module__
+        if name.startswith("lit_sb3.") or name in _MODE_FREE_MODULES:
+            continue
+        return True
+    return False
+
+
+def _check_int(name: str, value: Any, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
+
+
+class OffPolicyAlgorithm(BaseAlgorithm):
+    """Base class for off-policy algorithms (SAC, TD3, DDPG, DQN).
+
+    Args:
+        policy: policy class or alias (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"``).
+        learning_rate: learning rate, constant or a schedule of ``progress_remaining``.
+        buffer_size: replay buffer capacity.
+        learning_starts: env steps of random actions (warm-up) before gradient updates begin.
+        batch_size: minibatch size of each gradient step.
+        tau: soft (Polyak) update coefficient of the target networks.
+        gamma: discount factor.
+        train_freq: collect this many steps between updates: an int (steps) or ``(n, "step" | "episode")``.
+        gradient_steps: gradient steps after each collection; ``-1``: as many as env steps collected.
+        action_noise: exploration noise added to the (scaled) actions; wrapped in a
+            :class:`VectorizedActionNoise` for several envs.
+        replay_buffer_class: buffer class; ``None`` chooses DictReplayBuffer (Dict observations),
+            NStepReplayBuffer (``n_steps > 1``) or ReplayBuffer.
+        replay_buffer_kwargs: extra buffer arguments (HerReplayBuffer gets the env automatically).
+        optimize_memory_usage: store each observation once (needs ``handle_timeout_termination=False``).
+        n_steps: n-step returns (``> 1`` uses NStepReplayBuffer).
+        policy_kwargs: extra policy arguments.
+        stats_window_size: episodes averaged for ``rollout/ep_rew_mean`` and ``rollout/success_rate``.
+        verbose: verbosity level.
+        device: torch device.
+        support_multi_env: several envs may be used at once.
+        monitor_wrapper: wrap plain envs in a Monitor.
+        seed: random seed.
+        use_sde: gSDE exploration.
+        sde_sample_freq: resample the gSDE noise every n steps (-1: only at the start of each collection).
+        use_sde_at_warmup: use gSDE instead of uniform random actions during the warm-up.
+        sde_support: the policy accepts ``use_sde``.
+        supported_action_spaces: allowed action spaces.
+    """
+
+    automatic_optimization = False
+    # plain attributes written after every env step: stored without nn.Module.__setattr__'s bookkeeping
+    # (~2-3 us per assignment, several per step); they are never parameters, buffers or modules
+    _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = frozenset(
+        {"num_timesteps", "_n_calls", "exploration_rate", "_last_obs", "_last_original_obs", "_last_episode_starts",
+         "_current_progress_remaining", "_episode_num", "_n_updates"}
+    )
+    # one training_step runs collect/update cycles until at least this many env steps were collected
+    min_env_steps_per_training_step: ClassVar[int] = 32
+
+    actor: th.nn.Module
+
+    def __init__(
+        self,
+        policy: str | type[BasePolicy],
+        learning_rate: float | Schedule,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = (1, "step"),
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        policy_kwargs: dict[str, Any] | None = None,
+        stats_window_size: int = 100,
+        verbose: int = 0,
+        device: th.device | str = "auto",
+        support_multi_env: bool = False,
+        monitor_wrapper: bool = True,
+        seed: int | None = None,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+        sde_support: bool = True,
+        supported_action_spaces: tuple[type[spaces.Space], ...] | None = None,
+    ) -> None:
+        super().__init__(
+            policy=policy,
+            learning_rate=learning_rate,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            verbose=verbose,
+            device=device,
+            support_multi_env=support_multi_env,
+            monitor_wrapper=monitor_wrapper,
+            seed=seed,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            supported_action_spaces=supported_action_spaces,
+        )
+        _check_int("buffer_size", buffer_size, 1)
+        _check_int("learning_starts", learning_starts, 0)
+        _check_int("batch_size", batch_size, 1)
+        _check_int("gradient_steps", gradient_steps, -1)
+        _check_int("n_steps", n_steps, 1)
+        if not 0.0 <= tau <= 1.0:
+            raise ValueError(f"`tau` must be in [0, 1], got {tau}.")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError(f"`gamma` must be in [0, 1], got {gamma}.")
+        if action_noise is not None and not isinstance(action_noise, ActionNoise):
+            raise TypeError(f"`action_noise` must be an ActionNoise (e.g. NormalActionNoise) or None, got {action_noise!r}.")
+        if replay_buffer_class is not None and not (isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)):
+            raise TypeError(f"`replay_buffer_class` must be a ReplayBuffer subclass or None, got {replay_buffer_class!r}.")
+        self.buffer_size = buffer_size
+        self.batch_size = batch_size
+        self.learning_starts = learning_starts
+        self.tau = tau
+        self.gamma = gamma
+        self.gradient_steps = gradient_steps
+        self.action_noise = action_noise
+        self.optimize_memory_usage = optimize_memory_usage
+        self.replay_buffer: ReplayBuffer | None = None
+        self.replay_buffer_class = replay_buffer_class
+        self.replay_buffer_kwargs = dict(replay_buffer_kwargs or {})
+        self.n_steps = n_steps
+        self.train_freq: TrainFreq | int | tuple[int, str] = train_freq
+        # checked now so that a bad unit fails at construction, not when training starts
+        self._convert_train_freq()
+
+        if sde_support:
+            self.policy_kwargs["use_sde"] = self.use_sde
+        self.use_sde_at_warmup = use_sde_at_warmup
+        self._stop_requested = False
+        self._lean_obs = False
+        self._mode_matters = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._PLAIN_HOT_ATTRIBUTES:
+            object.__setattr__(self, name, value)
+        else:
+            super().__setattr__(name, value)
+
+    # ------------------------------------------------------------------
+    # Model setup
+    # ------------------------------------------------------------------
+
+    def _convert_train_freq(self) -> None:
+        """Convert ``train_freq`` (int or tuple) to a :class:`TrainFreq`."""
+        if isinstance(self.train_freq, TrainFreq):
+            return
+        train_freq = self.train_freq
+        if not isinstance(train_freq, (tuple, list)):
+            train_freq = (train_freq, "step")
+        if len(train_freq) != 2:
+            raise ValueError(f"`train_freq` must be an int or a tuple (n, 'step' | 'episode'), got {self.train_freq!r}.")
+        try:
+            unit = TrainFrequencyUnit(train_freq[1])
+        except ValueError as e:
+            raise ValueError(f"The unit of the `train_freq` must be either 'step' or 'episode' not '{train_freq[1]}'!") from e
+        frequency = train_freq[0]
+        if isinstance(frequency, bool) or not isinstance(frequency, (int, np.integer)):
+            raise ValueError(f"The frequency of `train_freq` must be an integer and not {frequency}")
+        if frequency < 1:
+            raise ValueError(f"The frequency of `train_freq` must be >= 1 (collect at least one step or episode), got {frequency}.")
+        self.train_freq = TrainFreq(int(frequency), unit)
+
+    def _setup_model(self) -> None:
+        self._setup_lr_schedule()
+        self.set_random_seed(self.seed)
+        self._convert_train_freq()
+        assert isinstance(self.train_freq, TrainFreq)
+        if self.train_freq.unit == TrainFrequencyUnit.EPISODE and self.n_envs > 1:
+            raise ValueError(
+                f"`train_freq` in episodes needs a single env (got {self.n_envs} envs); use train_freq=(n, 'step') "
+                "or one env."
+            )
+
+        if self.n_steps > 1 and self.replay_buffer_class is not None and "n_steps" not in self.replay_buffer_kwargs:
+            warnings.warn(
+                f"`n_steps={self.n_steps}` is ignored because a custom `replay_buffer_class` "
+                f"(`{self.replay_buffer_class.__name__}`) was passed: n-step returns are only set up "
+                "automatically when `replay_buffer_class` is `None`. To use n-step returns with a custom replay "
+                f'buffer, configure it explicitly, e.g. `replay_buffer_kwargs={{"n_steps": {self.n_steps}, "gamma": {self.gamma}}}`.',
+                stacklevel=2,
+            )
+
+        if self.replay_buffer_class is None:
+            if isinstance(self.observation_space, spaces.Dict):
+                if self.n_steps > 1:
+                    raise ValueError("N-step returns (n_steps > 1) are not supported for Dict observation spaces yet; use n_steps=1.")
+                self.replay_buffer_class = DictReplayBuffer
+            elif self.n_steps > 1:
+                self.replay_buffer_class = NStepReplayBuffer
+                self.replay_buffer_kwargs.update({"n_steps": self.n_steps, "gamma": self.gamma})
+            else:
+                self.replay_buffer_class = ReplayBuffer
+
+        if self.replay_buffer is None:
+            replay_buffer_kwargs = self.replay_buffer_kwargs.copy()
+            if issubclass(self.replay_buffer_class, HerReplayBuffer):
+                if self.env is None:
+                    raise ValueError("You must pass an environment when using `HerReplayBuffer` (it calls env.compute_reward).")
+                if not self.env.has_attr("compute_reward"):
+                    raise ValueError(
+                        "HerReplayBuffer needs a goal-conditioned env (Dict observations with 'observation', "
+                        "'achieved_goal', 'desired_goal' and a vectorised `compute_reward(achieved_goal, desired_goal, info)` "
+                        f"method); the env {self.env.unwrapped.envs[0] if hasattr(self.env.unwrapped, 'envs') else self.env} has no `compute_reward`."
+                    )
+                replay_buffer_kwargs["env"] = self.env
+            self.replay_buffer = self.replay_buffer_class(
+                self.buffer_size,
+                self.observation_space,
+                self.action_space,
+                device=self.device,
+                n_envs=self.n_envs,
+                optimize_memory_usage=self.optimize_memory_usage,
+                **replay_buffer_kwargs,
+            )
+
+        self.policy = self.policy_class(
+            self.observation_space,
+            self.action_space,
+            self.lr_schedule,
+            **self.policy_kwargs,
+        )
+        self.policy = self.policy.to(self.device)
+        # observations that go straight to the networks (no transpose/one-hot/dict handling needed)
+        self._lean_obs = isinstance(self.observation_space, spaces.Box) and not is_image_space(self.observation_space)
+        self._mode_matters = _train_mode_matters(self.policy)
+
+    def _set_policy_training_mode(self, mode: bool) -> None:
+        """``policy.set_training_mode(mode)``, skipped when no module of the policy behaves differently in
+        training mode (the recursive call costs ~0.1-1 ms per collect/update cycle)."""
+        if self._mode_matters:
+            self.policy.set_training_mode(mode)
+
+    def _on_device_ready(self) -> None:
+        if self.replay_buffer is not None:
+            self.replay_buffer.device = self.device
+        self._build_param_lists()
+
+    def _build_param_lists(self) -> None:
+        """Hook: build the parameter lists used by the target updates (once, not per gradient step)."""
+
+    # ------------------------------------------------------------------
+    # Lightning loop
+    # ------------------------------------------------------------------
+
+    def configure_optimizers(self) -> Any:
+        """Subclasses return their optimizers (so that Lightning checkpoints save and restore them)."""
+        raise NotImplementedError(f"{self.__class__.__name__} must implement `configure_optimizers`.")
+
+    def on_train_start(self) -> None:
+        self._stop_requested = False
+        plugin = getattr(self.trainer, "precision_plugin", None)
+        if getattr(plugin, "scaler", None) is not None:
+            raise ValueError(
+                f"{type(self).__name__} does not support precision {self.trainer.precision!r}, which needs loss scaling; "
+                "use '32-true', 'bf16-mixed', 'bf16-true' or '64-true'."
+            )
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """Collect/update cycles until ``min_env_steps_per_training_step`` env steps, the budget or a stop.
+
+        Each cycle: collect ``train_freq`` (steps or episodes) into the replay buffer, then, once
+        ``num_timesteps > learning_starts``, run ``gradient_steps`` updates (``-1``: as many as steps collected).
+        """
+        del batch, batch_idx
+        env, callback, replay_buffer = self.env, self._rl_callback, self.replay_buffer
+        assert env is not None and callback is not None and replay_buffer is not None
+        assert isinstance(self.train_freq, TrainFreq)
+        collected = 0
+        while True:
+            rollout = self.collect_rollouts(
+                env,
+                callback=callback,
+                train_freq=self.train_freq,
+                replay_buffer=replay_buffer,
+                action_noise=self.action_noise,
+                learning_starts=self.learning_starts,
+                log_interval=self._log_interval,
+            )
+            if not rollout.continue_training:
+                self._stop_requested = True
+                return None
+            collected += rollout.episode_timesteps
+            if self.num_timesteps > 0 and self.num_timesteps > self.learning_starts:
+                gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
+                if gradient_steps > 0:
+                    self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+            if self._has_reached_rl_budget() or collected >= self.min_env_steps_per_training_step:
+                return None
+
+    def train(self, gradient_steps: int | bool = True, batch_size: int = 100) -> Any:
+        """The algorithm's update (``gradient_steps`` steps); ``train(True/False)`` sets nn.Module's mode.
+
+        Args:
+            gradient_steps: number of gradient steps (a bool calls ``nn.Module.train(mode)``).
+            batch_size: minibatch size.
+        """
+        if isinstance(gradient_steps, bool):
+            return super().train(gradient_steps)
+        raise NotImplementedError(f"{self.__class__.__name__} must implement `train(gradient_steps, batch_size)`.")
+
+    def _backward(self, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:
+        """``loss.backward()`` (``inputs``: accumulate gradients into these tensors only, skipping the others)."""
+        loss.backward(inputs=inputs)
+
+    # ------------------------------------------------------------------
+    # Data collection
+    # ------------------------------------------------------------------
+
+    def _policy_actions(self, observation: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
+        """Exploration actions of the policy for a batch of observations (lean path, no checks or copies).
+
+        Box actions are returned scaled to [-1, 1] (what the replay buffer stores), others as they are.
+
+        Args:
+            observation: batch of observations ``[n_envs, ...]`` from the VecEnv.
+        """
+        if self._lean_obs:
+            obs_tensor: Any = th.as_tensor(observation, device=self.device)
+        else:
+            obs_tensor, _ = self.policy.obs_to_tensor(observation)
+        with th.inference_mode():
+            actions_t = self.policy._predict(obs_tensor, deterministic=False)
+        if actions_t.dtype in (th.bfloat16, th.float16):
+            actions_t = actions_t.float()
+        actions = actions_t.cpu().numpy()
+        if isinstance(self.action_space, spaces.Box):
+            actions = actions.reshape((-1, *self.action_space.shape))
+            if not self.policy.squash_output:
+                actions = self.policy.scale_action(np.clip(actions, self.action_space.low, self.action_space.high))
+        return actions
+
+    def _sample_action(
+        self,
+        learning_starts: int,
+        action_noise: ActionNoise | None = None,
+        n_envs: int = 1,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Action to take and action to store: uniform random during the warm-up, else the policy's
+        (plus ``action_noise`` on the [-1, 1] scale for Box spaces).
+
+        Args:
+            learning_starts: warm-up length in env steps.
+            action_noise: exploration noise (Box actions).
+            n_envs: number of envs.
+        """
+        box = isinstance(self.action_space, spaces.Box)
+        if self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup):
+            unscaled_action = np.array([self.action_space.sample() for _ in range(n_envs)])
+            if not box:
+                return unscaled_action, unscaled_action
+            scaled_action = self.policy.scale_action(unscaled_action)
+        else:
+            assert self._last_obs is not None, "self._last_obs was not set"
+            scaled_action = self._policy_actions(self._last_obs)
+            if not box:
+                return scaled_action, scaled_action
+        if action_noise is not None:
+            scaled_action = np.clip(scaled_action + action_noise(), -1, 1)
+        return self.policy.unscale_action(scaled_action), scaled_action
+
+    def _store_transition(
+        self,
+        replay_buffer: ReplayBuffer,
+        buffer_action: np.ndarray,
+        new_obs: np.ndarray | dict[str, np.ndarray],
+        reward: np.ndarray,
+        dones: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        """Store ``(obs, next_obs, action, reward, done)``: original (un-normalised) observations and rewards,
+        and the terminal observation as ``next_obs`` when an episode ended (the VecEnv already reset).
+
+        Args:
+            replay_buffer: the buffer.
+            buffer_action: actions to store (scaled to [-1, 1] for Box spaces).
+            new_obs: observations returned by ``env.step`` (first of a new episode where done).
+            reward: rewards.
+            dones: episode ends.
+            infos: step infos (``terminal_observation``, ``TimeLimit.truncated``).
+        """
+        vec_normalize = self._vec_normalize_env
+        if vec_normalize is not None:
+            new_obs_ = vec_normalize.get_original_obs()
+            reward_ = vec_normalize.get_original_reward()
+        else:
+            self._last_original_obs, new_obs_, reward_ = self._last_obs, new_obs, reward
+
+        next_obs = new_obs_
+        if dones.any():
+            # copy only when terminal observations must be written in
+            next_obs = {k: v.copy() for k, v in new_obs_.items()} if isinstance(new_obs_, dict) else new_obs_.copy()
+            for i in np.flatnonzero(dones):
+                terminal_obs = infos[i].get("terminal_observation")
+                if terminal_obs is None:
+                    continue
+                if vec_normalize is not None:
+                    terminal_obs = vec_normalize.unnormalize_obs(terminal_obs)
+                if isinstance(next_obs, dict):
+                    for key in next_obs:
+                        next_obs[key][i] = terminal_obs[key]
+                else:
+                    next_obs[i] = terminal_obs
+
+        replay_buffer.add(self._last_original_obs, next_obs, buffer_action, reward_, dones, infos)  # type: ignore[arg-type]
+        self._last_obs = new_obs
+        if vec_normalize is not None:
+            self._last_original_obs = new_obs_
+
+    def collect_rollouts(
+        self,
+        env: VecEnv,
+        callback: BaseCallback,
+        train_freq: TrainFreq,
+        replay_buffer: ReplayBuffer,
+        action_noise: ActionNoise | None = None,
+        learning_starts: int = 0,
+        log_interval: int | None = None,
+    ) -> RolloutReturn:
+        """Collect ``train_freq`` steps or episodes into ``replay_buffer`` (stops early at the env-step budget).
+
+        Args:
+            env: the training VecEnv.
+            callback: called after every env step (``False`` stops training).
+            train_freq: how much to collect.
+            replay_buffer: where transitions go.
+            action_noise: exploration noise.
+            learning_starts: warm-up length (uniform random actions before it).
+            log_interval: dump logs every ``log_interval`` episodes.
+        """
+        self._set_policy_training_mode(False)
+        num_collected_steps, num_collected_episodes = 0, 0
+        n_envs = env.num_envs
+        if self.use_sde:
+            self.actor.reset_noise(n_envs)  # type: ignore[operator]
+
+        callback.on_rollout_start()
+        continue_training = True
+        while should_collect_more_steps(train_freq, num_collected_steps, num_collected_episodes):
+            if self.use_sde and self.sde_sample_freq > 0 and num_collected_steps % self.sde_sample_freq == 0:
+                self.actor.reset_noise(n_envs)  # type: ignore[operator]
+
+            actions, buffer_actions = self._sample_action(learning_starts, action_noise, n_envs)
+            new_obs, rewards, dones, infos = env.step(actions)
+            self.num_timesteps += n_envs
+            num_collected_steps += 1
+            budget_reached = self._has_reached_rl_budget()
+
+            callback.update_locals(locals())
+            if not callback.on_step() and not budget_reached:
+                return RolloutReturn(num_collected_steps * n_envs, num_collected_episodes, continue_training=False)
+
+            self._update_info_buffer(infos, dones)
+            self._store_transition(replay_buffer, buffer_actions, new_obs, rewards, dones, infos)  # type: ignore[arg-type]
+            self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
+            self._on_step()
+
+            if dones.any():
+                for idx in np.flatnonzero(dones):
+                    num_collected_episodes += 1
+                    self._episode_num += 1
+                    if action_noise is not None:
+                        kwargs = {"indices": [int(idx)]} if n_envs > 1 else {}
+                        action_noise.reset(**kwargs)
+                    if log_interval is not None and log_interval > 0 and self._episode_num % log_interval == 0:
+                        self.dump_logs()
+
+            if budget_reached:
+                break
+
+        callback.on_rollout_end()
+        return RolloutReturn(num_collected_steps * n_envs, num_collected_episodes, continue_training)
+
+    def _on_step(self) -> None:
+        """Called after each env step; override for per-step work (e.g. DQN's target update)."""
+
+    def dump_logs(self) -> None:
+        """Send time/rollout metrics and the buffered train metrics to the loggers (step = env steps)."""
+        assert self.ep_info_buffer is not None and self.ep_success_buffer is not None
+        time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
+        fps = int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed)
+        metrics: dict[str, Any] = {
+            "time/episodes": self._episode_num,
+            "time/fps": fps,
+            "time/time_elapsed": int(time_elapsed),
+            "time/total_timesteps": self.num_timesteps,
+        }
+        if len(self.ep_info_buffer) > 0 and len(self.ep_info_buffer[0]) > 0:
+            metrics["rollout/ep_rew_mean"] = safe_mean([ep_info["r"] for ep_info in self.ep_info_buffer])
+            metrics["rollout/ep_len_mean"] = safe_mean([ep_info["l"] for ep_info in self.ep_info_buffer])
+        if self.use_sde:
+            metrics["train/std"] = self.actor.get_std().detach().mean()  # type: ignore[operator]
+        if len(self.ep_success_buffer) > 0:
+            metrics["rollout/success_rate"] = safe_mean(self.ep_success_buffer)
+        self.log_metrics(metrics, step=self.num_timesteps)
+
+    # ------------------------------------------------------------------
+    # Replay buffer I/O (npz, no pickle)
+    # ------------------------------------------------------------------
+
+    def save_replay_buffer(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
+        """Save the replay buffer as an ``.npz`` file (``.npz`` is added to a path without a suffix).
+
+        Args:
+            path: file path (parent folders are created) or writable binary file object.
+        """
+        if self.replay_buffer is None:
+            raise RuntimeError("There is no replay buffer to save yet: train the model first.")
+        if isinstance(path, (str, pathlib.Path)):
+            path = pathlib.Path(path)
+            if path.suffix == "":
+                path = path.with_suffix(".npz")
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self.replay_buffer.save(path)  # type: ignore[arg-type]
+
+    def load_replay_buffer(
+        self,
+        path: str | pathlib.Path | io.BufferedIOBase,
+        truncate_last_traj: bool = True,
+    ) -> None:
+        """Load a replay buffer saved with :meth:`save_replay_buffer` (nothing is unpickled).
+
+        Args:
+            path: ``.npz`` file path (``.npz`` may be omitted) or readable binary file object.
+            truncate_last_traj: HerReplayBuffer only: mark the last (unfinished) episode as ended (True), or
+                continue it (False).
+        """
+        import json
+
+        if getattr(self, "observation_space", None) is None:
+            raise RuntimeError("load_replay_buffer needs the model's spaces: train or load the model (with its env) first.")
+        if isinstance(path, (str, pathlib.Path)):
+            path = pathlib.Path(path)
+            if not path.exists() and path.suffix == "":
+                path = path.with_suffix(".npz")
+        with np.load(path, allow_pickle=False) as data:  # type: ignore[arg-type]
+            if "__metadata__" not in data.files:
+                raise ValueError(f"{path!r} is not a lit_sb3 replay buffer file.")
+            class_name = json.loads(str(data["__metadata__"]))["class"]
+        if hasattr(path, "seek"):
+            path.seek(0)  # type: ignore[union-attr]
+        buffer_class = _BUFFER_CLASSES.get(class_name)
+        if buffer_class is None:
+            if self.replay_buffer is not None and type(self.replay_buffer).__name__ == class_name:
+                buffer_class = type(self.replay_buffer)
+            else:
+                raise ValueError(f"Unknown replay buffer class {class_name!r}; known: {sorted(_BUFFER_CLASSES)}.")
+        if issubclass(buffer_class, HerReplayBuffer):
+            if self.env is None:
+                raise ValueError("You must attach an environment (set_env or load(env=...)) to load a HerReplayBuffer.")
+            buffer = buffer_class.load(path, self.observation_space, self.action_space, device=self.device, env=self.env)
+            if truncate_last_traj:
+                buffer.truncate_last_trajectory()
+        else:
+            buffer = buffer_class.load(path, self.observation_space, self.action_space, device=self.device)
+        buffer.device = self.device
+        self.replay_buffer = buffer
+
+    # ------------------------------------------------------------------
+    # SB3-compatible _setup_learn / learn
+    # ------------------------------------------------------------------
+
+    def _setup_learn(
+        self,
+        total_timesteps: int,
+        callback: MaybeCallback = None,
+        run_name: str = "run",
+        reset_num_timesteps: bool | None = None,
+        progress_bar: bool = False,
+    ) -> tuple[int, BaseCallback]:
+        if reset_num_timesteps is None:
+            reset_num_timesteps = getattr(self._rl_trainer_ref, "_rl_reset_num_timesteps", True)
+        replay_buffer = self.replay_buffer
+        truncate_last_traj = (
+            self.optimize_memory_usage
+            and reset_num_timesteps
+            and replay_buffer is not None
+            and (replay_buffer.full or replay_buffer.pos > 0)
+        )
+        if truncate_last_traj:
+            warnings.warn(
+                "The last trajectory in the replay buffer will be truncated, "
+                "see https://github.com/DLR-RM/stable-baselines3/issues/46."
+                "You should use `reset_num_timesteps=False` or `optimize_memory_usage=False`"
+                "to avoid that issue.",
+                stacklevel=2,
+            )
+            assert replay_buffer is not None
+            pos = (replay_buffer.pos - 1) % replay_buffer.buffer_size
+            replay_buffer.dones[pos] = True
+
+        assert self.env is not None
+        if self.action_noise is not None and self.env.num_envs > 1 and not isinstance(self.action_noise, VectorizedActionNoise):
+            self.action_noise = VectorizedActionNoise(self.action_noise, self.env.num_envs)
+
+        return super()._setup_learn(total_timesteps, callback, run_name, reset_num_timesteps, progress_bar)
+
+    @property
+    def _default_log_every_n_steps(self) -> int:
+        return 4
+
+    def _prepare_fit(self, callback: BaseCallback, log_every_n_steps: int) -> None:
+        self._convert_train_freq()
+        self._rl_callback = callback
+        self._log_interval = log_every_n_steps
+        self._build_param_lists()
+
+    def learn(
+        self: SelfOffPolicyAlgorithm,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str = "run",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: str | Path | None = None,
+    ) -> SelfOffPolicyAlgorithm:
+        """Train for ``total_timesteps`` env steps (delegates to :meth:`RLTrainer.fit`).
+
+        Args:
+            total_timesteps: env steps to collect.
+            env: training env (gym env, env id or VecEnv); defaults to the attached env.
+            callback: SB3-style callback(s), called after every env step.
+            log_every_n_steps: dump logs every n episodes (default 4).
+            tb_log_name: run name of the default TensorBoard logger.
+            reset_num_timesteps: reset the step counter (False continues it).
+            progress_bar: show a progress bar over env steps.
+            default_root_dir: folder for logs.
+        """
+        return super().learn(
+            total_timesteps,
+            env=env,
+            callback=callback,
+            log_every_n_steps=log_every_n_steps,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+            default_root_dir=default_root_dir,
+        )
+
+    # ------------------------------------------------------------------
+    # Lightning checkpoints: replay buffer, noise and counters
+    # ------------------------------------------------------------------
+
+    def _extra_checkpoint_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"action_noise": noise_to_dict(self.action_noise) if self.action_noise is not None else None}
+        if self.replay_buffer is not None:
+            # the buffer's own npz format, kept as bytes in a uint8 tensor (loads with weights_only=True)
+            stream = io.BytesIO()
+            self.replay_buffer.save(stream)
+            state["replay_buffer"] = th.frombuffer(bytearray(stream.getvalue()), dtype=th.uint8)
+        return state
+
+    def _load_extra_checkpoint_state(self, state: dict[str, Any]) -> None:
+        if state.get("action_noise") is not None:
+            self.action_noise = noise_from_dict(state["action_noise"])
+        data = state.get("replay_buffer")
+        if data is not None:
+            assert self.replay_buffer is not None
+            stream = io.BytesIO(data.numpy().tobytes())
+            kwargs: dict[str, Any] = {"env": self.env} if isinstance(self.replay_buffer, HerReplayBuffer) else {}
+            buffer = type(self.replay_buffer).load(stream, self.observation_space, self.action_space, device=self.device, **kwargs)
+            buffer.device = self.device
+            self.replay_buffer = buffer

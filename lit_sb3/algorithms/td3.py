@@ -1,0 +1,238 @@
+"""Twin Delayed DDPG (Fujimoto et al. 2018) — SB3's TD3 as a LightningModule.
+
+Paper: https://arxiv.org/abs/1802.09477
+
+The whole update is in :meth:`TD3.train`, readable top to bottom. Critics are evaluated in one batched call,
+optimizers are fused Adam, the actor loss back-propagates into the actor only, targets are updated with
+``torch._foreach_lerp_`` over parameter lists built once, and losses stay tensors until logged.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, TypeVar
+
+import torch as th
+from gymnasium import spaces
+from torch import nn
+from torch.nn import functional as F
+
+from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
+from lit_sb3.buffers.replay import ReplayBuffer
+from lit_sb3.core.noise import ActionNoise
+from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.policies.base import BasePolicy
+from lit_sb3.policies.sac import ContinuousCritic
+from lit_sb3.policies.td3 import Actor, CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
+
+SelfTD3 = TypeVar("SelfTD3", bound="TD3")
+
+__all__ = ["TD3"]
+
+
+def _mean(values: list[th.Tensor]) -> th.Tensor:
+    return values[0] if len(values) == 1 else th.stack(values).mean()
+
+
+class TD3(OffPolicyAlgorithm):
+    """Twin Delayed DDPG, with SB3 2.x arguments and defaults.
+
+    Args:
+        policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        learning_rate: learning rate (actor and critics), constant or schedule.
+        buffer_size: replay buffer capacity.
+        learning_starts: env steps of uniform random actions before learning.
+        batch_size: minibatch size.
+        tau: soft update coefficient of the targets.
+        gamma: discount factor.
+        train_freq: update every n steps, or ``(n, "episode")``.
+        gradient_steps: gradient steps per update (-1: as many as env steps collected).
+        action_noise: exploration noise (e.g. ``NormalActionNoise``); None explores only through warm-up.
+        replay_buffer_class: replay buffer class (None: chosen automatically).
+        replay_buffer_kwargs: replay buffer arguments.
+        optimize_memory_usage: memory-efficient replay buffer.
+        n_steps: n-step returns.
+        policy_delay: update the actor and the targets every ``policy_delay`` critic updates.
+        target_policy_noise: std of the Gaussian noise added to the target actions (smoothing).
+        target_noise_clip: clip of that noise.
+        stats_window_size: episodes averaged for logging.
+        tensorboard_log: accepted for SB3 compatibility.
+        policy_kwargs: policy arguments.
+        verbose: verbosity level.
+        seed: random seed.
+        device: torch device.
+    """
+
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": MlpPolicy,
+        "CnnPolicy": CnnPolicy,
+        "MultiInputPolicy": MultiInputPolicy,
+    }
+    policy: TD3Policy
+    actor: Actor
+    actor_target: Actor
+    critic: ContinuousCritic
+    critic_target: ContinuousCritic
+
+    def __init__(
+        self,
+        policy: str | type[TD3Policy],
+        learning_rate: float | Schedule = 1e-3,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        tau: float = 0.005,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        policy_delay: int = 2,
+        target_policy_noise: float = 0.2,
+        target_noise_clip: float = 0.5,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate,
+            buffer_size,
+            learning_starts,
+            batch_size,
+            tau,
+            gamma,
+            train_freq,
+            gradient_steps,
+            action_noise=action_noise,
+            replay_buffer_class=replay_buffer_class,
+            replay_buffer_kwargs=replay_buffer_kwargs,
+            optimize_memory_usage=optimize_memory_usage,
+            n_steps=n_steps,
+            policy_kwargs=policy_kwargs,
+            stats_window_size=stats_window_size,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+            sde_support=False,
+            support_multi_env=True,
+            supported_action_spaces=(spaces.Box,),
+        )
+        if isinstance(policy_delay, bool) or not isinstance(policy_delay, int) or policy_delay < 1:
+            raise ValueError(f"policy_delay must be an integer >= 1, got {policy_delay!r}.")
+        if target_policy_noise < 0 or target_noise_clip < 0:
+            raise ValueError(
+                f"target_policy_noise and target_noise_clip must be >= 0, got {target_policy_noise} and {target_noise_clip}."
+            )
+        self.policy_delay = policy_delay
+        self.target_noise_clip = target_noise_clip
+        self.target_policy_noise = target_policy_noise
+        self.tensorboard_log = tensorboard_log
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        self._create_aliases()
+        self._build_param_lists()
+
+    def _create_aliases(self) -> None:
+        self.actor = self.policy.actor
+        self.actor_target = self.policy.actor_target
+        self.critic = self.policy.critic
+        self.critic_target = self.policy.critic_target
+
+    def _build_param_lists(self) -> None:
+        """Source/target parameter lists of the soft updates and the actor's parameters, built once."""
+        self._actor_params = list(self.actor.parameters())
+        self._source_params = self._actor_params + list(self.critic.parameters())
+        self._target_params = list(self.actor_target.parameters()) + list(self.critic_target.parameters())
+        # BatchNorm running statistics are copied, not averaged (SB3 issue #996)
+        self._bn_stats = [b for m in (self.actor, self.critic) for n, b in m.named_buffers() if "running_" in n]
+        self._bn_stats_target = [
+            b for m in (self.actor_target, self.critic_target) for n, b in m.named_buffers() if "running_" in n
+        ]
+
+    def configure_optimizers(self) -> list[th.optim.Optimizer]:
+        return [self.actor.optimizer, self.critic.optimizer]
+
+    def _optimizers_to_save(self) -> dict[str, th.optim.Optimizer]:
+        return {"actor.optimizer": self.actor.optimizer, "critic.optimizer": self.critic.optimizer}
+
+    def train(self, gradient_steps: int | bool = True, batch_size: int = 100) -> Any:
+        """TD3 update: critic steps, and every ``policy_delay`` of them an actor step and the soft updates.
+
+        Args:
+            gradient_steps: number of gradient steps (a bool calls ``nn.Module.train(mode)``).
+            batch_size: minibatch size.
+        """
+        if isinstance(gradient_steps, bool):
+            return nn.Module.train(self, gradient_steps)
+        assert self.replay_buffer is not None
+        self._set_policy_training_mode(True)
+        self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
+        actor, actor_target, critic, critic_target = self.actor, self.actor_target, self.critic, self.critic_target
+        n_critics = critic.n_critics
+        add_target_noise = self.target_policy_noise > 0 and self.target_noise_clip > 0
+
+        actor_losses, critic_losses = [], []
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+
+            # target: r + gamma * (1 - done) * min_i Q_target_i(s', clip(mu_target(s') + clip(eps, -c, c), -1, 1))
+            with th.no_grad():
+                next_actions = actor_target(data.next_observations)
+                if add_target_noise:
+                    noise = th.randn_like(data.actions).mul_(self.target_policy_noise)
+                    noise = noise.clamp_(-self.target_noise_clip, self.target_noise_clip)
+                    next_actions = (next_actions + noise).clamp(-1, 1)
+                next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=0).values
+                target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
+
+            # critic loss: sum_i MSE(Q_i(s, a), target), all critics in one batched call
+            current_q_values = critic.forward_stacked(data.observations, data.actions)  # [n_critics, batch, 1]
+            critic_loss = n_critics * F.mse_loss(current_q_values, target_q_values.expand_as(current_q_values))
+            critic_losses.append(critic_loss.detach())
+            critic.optimizer.zero_grad(set_to_none=True)
+            self._backward(critic_loss)
+            critic.optimizer.step()
+
+            # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets
+            if self._n_updates % self.policy_delay == 0:
+                actor_loss = -critic.q1_forward(data.observations, actor(data.observations)).mean()
+                actor_losses.append(actor_loss.detach())
+                actor.optimizer.zero_grad(set_to_none=True)
+                self._backward(actor_loss, inputs=self._actor_params)
+                actor.optimizer.step()
+                with th.no_grad():
+                    th._foreach_lerp_(self._target_params, self._source_params, self.tau)
+                    for stat, stat_target in zip(self._bn_stats, self._bn_stats_target):
+                        stat_target.copy_(stat)
+
+        self.record("train/n_updates", self._n_updates)
+        if actor_losses:
+            self.record("train/actor_loss", _mean(actor_losses))
+        self.record("train/critic_loss", _mean(critic_losses))
+        return None
+
+    def learn(
+        self: SelfTD3,
+        total_timesteps: int,
+        env: GymEnv | str | None = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str = "TD3",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: Any = None,
+    ) -> SelfTD3:
+        """See :meth:`OffPolicyAlgorithm.learn` (``log_every_n_steps`` counts episodes, default 4)."""
+        return super().learn(
+            total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps, tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps, progress_bar=progress_bar, default_root_dir=default_root_dir,
+        )  # fmt: skip
