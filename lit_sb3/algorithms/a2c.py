@@ -121,8 +121,13 @@ class A2C(OnPolicyAlgorithm):
             params["policy_kwargs"] = kwargs
         return params
 
-    def train(self) -> None:
-        """A2C update: one gradient step on the whole rollout."""
+    def train(self, mode: bool | None = None) -> Any:
+        """A2C update: one gradient step on the whole rollout.
+
+        ``train(True/False)`` is ``nn.Module.train`` (``eval()`` calls it), not an update.
+        """
+        if mode is not None:
+            return th.nn.Module.train(self, mode)
         self.policy.set_training_mode(True)
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)

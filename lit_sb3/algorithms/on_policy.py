@@ -250,8 +250,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def on_train_start(self) -> None:
         self._stop_requested = False
 
-    def train(self) -> None:
-        """The algorithm's update from the filled rollout buffer."""
+    def train(self, mode: bool | None = None) -> Any:
+        """The algorithm's update from the filled rollout buffer (``train(bool)`` is ``nn.Module.train``)."""
         raise NotImplementedError
 
     def _backward_fn(self) -> Callable[[th.Tensor], None]:

@@ -144,8 +144,13 @@ class PPO(OnPolicyAlgorithm):
                 raise ValueError("`clip_range_vf` must be positive, pass `None` to deactivate value function clipping")
             self.clip_range_vf_schedule = get_schedule_fn(self.clip_range_vf)
 
-    def train(self) -> None:
-        """PPO update: ``n_epochs`` passes of clipped-surrogate minibatch steps over the rollout."""
+    def train(self, mode: bool | None = None) -> Any:
+        """PPO update: ``n_epochs`` passes of clipped-surrogate minibatch steps over the rollout.
+
+        ``train(True/False)`` is ``nn.Module.train`` (``eval()`` calls it), not an update.
+        """
+        if mode is not None:
+            return th.nn.Module.train(self, mode)
         self.policy.set_training_mode(True)
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)
