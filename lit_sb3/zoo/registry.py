@@ -136,8 +136,15 @@ def check_env_id(env_id: str) -> str:
     Args:
         env_id: gymnasium env id.
     """
-    if env_id not in gym.registry:
-        raise BenchError(f"unknown env id '{env_id}'{did_you_mean(env_id, registered_env_ids())}")
+    name = env_id
+    if ":" in env_id:  # "module:EnvName-v0": gym.make imports the module, which registers the env
+        module, _, name = env_id.partition(":")
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any import failure is the user's env id
+            raise BenchError(f"env id '{env_id}': cannot import module '{module}' ({type(exc).__name__}: {exc})") from exc
+    if name not in gym.registry:
+        raise BenchError(f"unknown env id '{env_id}'{did_you_mean(name, registered_env_ids())}")
     return env_id
 
 

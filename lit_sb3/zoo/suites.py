@@ -113,6 +113,10 @@ def expand_envs(spec: str | Iterable[str], suites: Mapping[str, Suite] | None = 
     for name in names:
         if name in suites:
             candidates = list(suites[name].envs)
+        elif ":" in name:  # "module:EnvName-v0"
+            from lit_sb3.zoo.registry import check_env_id
+
+            candidates = [check_env_id(name)]
         else:
             import gymnasium as gym
 

@@ -1,0 +1,137 @@
+"""``bench run`` throughput: parallel scaling of the local launcher and the cost of MLflow tracking.
+
+1. Scaling: the same small job run alone (1 worker) and as 2 jobs on 2 workers, interleaved (A, B, A, B, ...).
+   Each job reports its own env steps per second of training (process start excluded); the ratio is the
+   summed env-steps/s of the 2 parallel jobs over the lone job's. Target: >= 1.6x on 2 cores (0.8 * N).
+2. Tracking overhead: the same job run in this process with and without MLflow (Lightning's MLFlowLogger on
+   a sqlite store, params, the final artifacts), interleaved; ratio of the wall times of the whole
+   ``run_job`` call. Target: <= 1.02 (2 %).
+
+Medians of the per-pair ratios are printed (neighbours on shared machines move absolute figures by +-30 %).
+
+    python benchmarks/bench_grid.py --algo ppo --env CartPole-v1 --steps 8192 --pairs 3
+    python benchmarks/bench_grid.py --algo sac --env Pendulum-v1 --steps 1500 --pairs 2 --skip-overhead
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+class _RunBook:
+    def __init__(self, tracking) -> None:  # noqa: ANN001
+        from lit_sb3.zoo.tracking import run_environment_tags
+
+        self.tracking = tracking
+        self.parent = tracking.create_parent_run("bench_grid", {})
+        self.tags = run_environment_tags()
+
+    def start(self, spec) -> str:  # noqa: ANN001
+        return self.tracking.create_job_run(spec, self.parent, self.tags)
+
+    def fail(self, run_id: str, reason: str, status: str = "FAILED", log_text: str | None = None) -> None:
+        self.tracking.fail_run(run_id, reason, status=status, traceback_text=log_text)
+
+    def status(self, run_id: str) -> str:
+        return self.tracking.run_status(run_id)
+
+
+def _jobs(algo: str, env: str, steps: int, seeds: list[int], overrides: dict[str, str]):  # noqa: ANN202
+    from lit_sb3.zoo.jobs import plan_grid
+
+    jobs, _ = plan_grid([algo], [env], seeds, n_timesteps=steps, eval_freq=steps, eval_episodes=2, overrides=overrides)
+    return jobs
+
+
+def _grid_fps(launcher, jobs, tracking, book) -> list[float]:  # noqa: ANN001
+    from lit_sb3.zoo.launchers.base import JobDone
+
+    results = [e.result for e in launcher.submit(jobs, tracking.target, book) if isinstance(e, JobDone)]
+    bad = [r for r in results if r.status != "FINISHED"]
+    if bad:
+        raise SystemExit(f"a job failed: {bad[0].failure_reason}")
+    return [r.fps for r in results]
+
+
+def scaling(args: argparse.Namespace, overrides: dict[str, str], uri: str) -> float:
+    """Median of (sum of 2 parallel jobs' fps) / (lone job's fps)."""
+    from lit_sb3.zoo.launchers.local import LocalLauncher
+    from lit_sb3.zoo.tracking import open_tracking
+
+    tracking = open_tracking(uri, "bench-grid-scaling")
+    book = _RunBook(tracking)
+    one, two = LocalLauncher(max_workers=1), LocalLauncher(max_workers=2)
+    one.warm_up()
+    _grid_fps(one, _jobs(args.algo, args.env, max(args.steps // 8, 64), [999], overrides), tracking, book)  # warm-up
+    ratios = []
+    seed = 0
+    for i in range(args.pairs):
+        alone = _grid_fps(one, _jobs(args.algo, args.env, args.steps, [seed], overrides), tracking, book)
+        pair = _grid_fps(two, _jobs(args.algo, args.env, args.steps, [seed + 1, seed + 2], overrides), tracking, book)
+        seed += 3
+        ratio = sum(pair) / alone[0]
+        ratios.append(ratio)
+        print(f"scaling pair {i}: alone {alone[0]:.0f} fps; 2 workers {pair[0]:.0f} + {pair[1]:.0f} = {sum(pair):.0f} fps; "
+              f"ratio {ratio:.2f}", flush=True)  # fmt: skip
+    return statistics.median(ratios)
+
+
+def overhead(args: argparse.Namespace, overrides: dict[str, str], uri: str) -> float:
+    """Median of wall(with MLflow) / wall(without)."""
+    import torch
+
+    from lit_sb3.zoo.runner import run_job
+    from lit_sb3.zoo.tracking import open_tracking
+
+    torch.set_num_threads(1)
+    tracking = open_tracking(uri, "bench-grid-overhead")
+    job = _jobs(args.algo, args.env, args.steps, [0], overrides)[0]
+    run_job(_jobs(args.algo, args.env, max(args.steps // 8, 64), [0], overrides)[0], tracking.target, use_mlflow=True)
+    ratios = []
+    for i in range(args.pairs):
+        walls = {}
+        for use in ((True, False) if i % 2 == 0 else (False, True)):
+            t = time.perf_counter()
+            res = run_job(job, tracking.target, use_mlflow=use)
+            walls[use] = time.perf_counter() - t
+            assert res.status == "FINISHED", res.failure_reason
+        ratio = walls[True] / walls[False]
+        ratios.append(ratio)
+        print(f"overhead pair {i}: with MLflow {walls[True]:.2f} s, without {walls[False]:.2f} s, ratio {ratio:.3f}",
+              flush=True)  # fmt: skip
+    return statistics.median(ratios)
+
+
+def main() -> None:
+    """Run both measurements and print the medians."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--algo", default="ppo")
+    parser.add_argument("--env", default="CartPole-v1")
+    parser.add_argument("--steps", type=int, default=8192, help="env steps per job")
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--hyperparams", nargs="*", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--skip-scaling", action="store_true")
+    parser.add_argument("--skip-overhead", action="store_true")
+    args = parser.parse_args()
+    overrides = dict(item.split("=", 1) for item in args.hyperparams)
+    print(f"{args.algo} on {args.env}, {args.steps} env steps per job, {args.pairs} pairs, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="bench-grid-") as tmp:
+        uri = f"sqlite:///{tmp}/mlflow.db"
+        if not args.skip_scaling:
+            print(f"scaling, median ratio (2 jobs on 2 workers / 1 job): {scaling(args, overrides, uri):.2f}  (target >= 1.6)")
+        if not args.skip_overhead:
+            print(f"tracking overhead, median wall-time ratio: {overhead(args, overrides, uri):.3f}  (target <= 1.02)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,325 @@
+"""``bench run``: train algos x envs x seeds in parallel local processes, tracked in MLflow, resumable.
+
+Everything is validated before any job starts (algos, envs and suites with suggestions, config files with
+file:line, hyperparameter keys with the allowed names, the tracking URI); an (algo, env) pair whose action
+space the algorithm cannot handle is skipped with one line, and it is an error only when nothing is left.
+Re-running the same command skips the jobs already FINISHED in the experiment, marks stale RUNNING ones
+KILLED and runs them (and the failed ones) again. Exit status: 0 when every job finished, 1 when some
+failed, 2 for bad input, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from lit_sb3.zoo.errors import BenchError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``run``.
+
+    Args:
+        subparsers: the CLI's sub-parsers.
+    """
+    p = subparsers.add_parser(
+        "run", help="train a grid of algos x envs x seeds in parallel, tracked in MLflow (resumable)",
+        description="Train every algo on every env with every seed, one process per job, tracked in MLflow. "
+        "Re-running the same command resumes: finished jobs are skipped.",
+    )  # fmt: skip
+    p.add_argument("--algos", required=True, help="comma-separated algorithms (ppo,a2c,sac,td3,ddpg,dqn or all)")
+    p.add_argument("--envs", required=True, help="comma-separated env ids and suites (e.g. mujoco,CartPole-v1)")
+    seeds = p.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, default=None, metavar="N", help="seeds 0..N-1 (default 1)")
+    seeds.add_argument("--seed-list", default=None, metavar="S,S,...", help="explicit seeds, e.g. 0,1,2")
+    p.add_argument("--n-timesteps", type=int, default=None, metavar="N",
+                   help="env-step budget of every job (default: the configs', then the suite's)")  # fmt: skip
+    p.add_argument("--eval-freq", type=int, default=None, metavar="N",
+                   help="evaluate every N env steps (default: budget/20)")  # fmt: skip
+    p.add_argument("--eval-episodes", type=int, default=10, metavar="N", help="episodes per evaluation (default 10)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel jobs (default: number of CPUs)")
+    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="device of every job (default cpu)")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="kill a job after this long")
+    p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default sqlite:///mlflow.db)")
+    p.add_argument("--experiment", default=None, help="MLflow experiment (default bench-<envs>)")
+    p.add_argument("--config", action="append", default=[], metavar="FILE",
+                   help="extra zoo-format YAML file (repeatable; later files win)")  # fmt: skip
+    p.add_argument("--hyperparams", nargs="+", default=[], metavar="KEY=VALUE",
+                   help="overrides for every job, e.g. learning_rate=1e-3 'policy_kwargs=dict(net_arch=[64, 64])'")  # fmt: skip
+    p.add_argument("--torch-threads", type=int, default=1, metavar="N", help="torch threads per job (default 1)")
+    p.add_argument("--launcher", default="local", help="where jobs run: local (default) or ray")
+    p.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
+                   help="--launcher ray: the Ray cluster to use (default: start a local Ray instance)")  # fmt: skip
+    p.add_argument("--cpus-per-job", type=float, default=1.0, metavar="N", help="--launcher ray: CPUs of a job (default 1)")
+    p.add_argument("--gpus-per-job", type=float, default=0.0, metavar="X", help="--launcher ray: GPUs of a job (default 0)")
+    p.add_argument("--start-method", choices=("forkserver", "spawn"), default=None,
+                   help="how job processes start (default forkserver where available: imports are paid once)")  # fmt: skip
+    p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    p.set_defaults(func=run)
+    return p
+
+
+# ---------------------------------------------------------------------------------------------------------
+# planning
+# ---------------------------------------------------------------------------------------------------------
+def _seeds(args: argparse.Namespace) -> list[int]:
+    if args.seed_list is not None:
+        out = []
+        for part in args.seed_list.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            try:
+                out.append(int(part))
+            except ValueError as exc:
+                raise BenchError(f"--seed-list: expected integers separated by commas, got {part!r}") from exc
+        if not out:
+            raise BenchError("--seed-list: no seed given")
+        return list(dict.fromkeys(out))
+    n = 1 if args.seeds is None else args.seeds
+    if n < 1:
+        raise BenchError(f"--seeds must be >= 1, got {n}")
+    return list(range(n))
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    """The invocation as a command line (rebuilt from the parsed options, so it can be pasted)."""
+    argv = ["run", "--algos", args.algos, "--envs", args.envs]
+    if args.seed_list is not None:
+        argv += ["--seed-list", args.seed_list]
+    elif args.seeds is not None:
+        argv += ["--seeds", str(args.seeds)]
+    for flag, value in (("--n-timesteps", args.n_timesteps), ("--eval-freq", args.eval_freq),
+                        ("--jobs", args.jobs), ("--timeout", args.timeout), ("--tracking-uri", args.tracking_uri),
+                        ("--experiment", args.experiment)):  # fmt: skip
+        if value is not None:
+            argv += [flag, str(value)]
+    if args.eval_episodes != 10:
+        argv += ["--eval-episodes", str(args.eval_episodes)]
+    if args.device != "cpu":
+        argv += ["--device", args.device]
+    if args.torch_threads != 1:
+        argv += ["--torch-threads", str(args.torch_threads)]
+    for cfg in args.config:
+        argv += ["--config", cfg]
+    if args.hyperparams:
+        argv += ["--hyperparams", *args.hyperparams]
+    return "bench " + shlex.join(argv)
+
+
+def _check_device(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise BenchError("--device cuda: no CUDA device is available here; use --device cpu or auto")
+
+
+def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
+    from lit_sb3.zoo.commands.show_config import parse_overrides
+    from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.suites import default_budgets, expand_algos, expand_envs
+
+    algos = expand_algos(args.algos)
+    envs = expand_envs(args.envs)
+    seeds = _seeds(args)
+    if args.jobs is not None and args.jobs < 1:
+        raise BenchError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.timeout is not None and args.timeout <= 0:
+        raise BenchError(f"--timeout must be > 0, got {args.timeout:g}")
+    if args.launcher != "local":
+        from lit_sb3.zoo.launchers import get_launcher
+
+        get_launcher(args.launcher, **_launcher_options(args))
+    _check_device(args.device)
+    overrides = parse_overrides(args.hyperparams)
+    jobs, skipped = plan_grid(
+        algos, envs, seeds, n_timesteps=args.n_timesteps, eval_freq=args.eval_freq,
+        eval_episodes=args.eval_episodes, config_files=args.config, overrides=overrides, device=args.device,
+        torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs),
+    )  # fmt: skip
+    if not jobs:
+        reasons = "; ".join(s.reason for s in skipped) or "empty grid"
+        raise BenchError(f"nothing to run: {reasons}")
+    unique = list({j.job_id: j for j in jobs}.values())
+    experiment = args.experiment or _default_experiment(args.envs)
+    return unique, skipped, experiment
+
+
+def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The Ray launcher's options (``--ray-address``, ``--cpus-per-job``, ``--gpus-per-job``); none for local."""
+    if args.launcher != "ray":
+        return {}
+    return {"address": args.ray_address, "cpus_per_job": args.cpus_per_job, "gpus_per_job": args.gpus_per_job}
+
+
+def _default_experiment(envs: str) -> str:
+    from lit_sb3.zoo.tracking import default_experiment_name
+
+    return default_experiment_name(envs)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# output
+# ---------------------------------------------------------------------------------------------------------
+def _print_plan(jobs: Sequence[Any], skipped: Sequence[Any], finished: set[str], experiment: str, uri: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=sys.stdout, highlight=False, width=max(120, Console(file=sys.stdout).width))
+    table = Table(title=f"plan: {len(jobs)} jobs -> experiment '{experiment}' at {uri}", title_justify="left")
+    for col in ("job", "job id", "env steps", "eval every", "episodes", "action"):
+        table.add_column(col, justify="right" if col in ("env steps", "eval every", "episodes") else "left")
+    for job in jobs:
+        action = "skip (finished)" if job.job_id in finished else "run"
+        table.add_row(Text(job.name), job.job_id, f"{job.n_timesteps:,}", f"{job.eval_freq:,}", str(job.eval_episodes), action)
+    console.print(table)
+    for pair in skipped:
+        console.print(Text(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}"))
+    todo = [j for j in jobs if j.job_id not in finished]
+    console.print(Text(
+        f"total budget: {sum(j.n_timesteps for j in todo):,} env steps in {len(todo)} jobs to run "
+        f"({len(jobs) - len(todo)} already finished, {len(skipped)} pairs skipped; "
+        f"{sum(j.n_timesteps for j in jobs):,} env steps in the whole grid)"
+    ))  # fmt: skip
+
+
+def _fmt(value: float | None, fmt: str) -> str:
+    return "-" if value is None or (isinstance(value, float) and not math.isfinite(value)) else fmt.format(value)
+
+
+def _summary(results: Sequence[Any], skipped: Sequence[Any], n_done_before: int) -> tuple[list[dict[str, Any]], str]:
+    rows = []
+    lines = ["| job | job id | status | score | fps | wall time (s) | env steps | reason |", "|---|---|---|---|---|---|---|---|"]
+    for res in results:
+        row = {
+            "job": res.name, "job_id": res.job_id, "status": res.status, "score": res.to_dict()["score"],
+            "fps": res.to_dict()["fps"], "wall_seconds": round(res.wall_seconds, 2), "env_steps": res.env_steps,
+            "run_id": res.run_id, "reason": res.failure_reason,
+        }  # fmt: skip
+        rows.append(row)
+        reason = (res.failure_reason or "").replace("|", "/")
+        lines.append(f"| {res.name} | {res.job_id} | {res.status} | {_fmt(res.score, '{:.2f}')} | {_fmt(res.fps, '{:.0f}')} "
+                     f"| {res.wall_seconds:.1f} | {res.env_steps} | {reason} |")  # fmt: skip
+    for pair in skipped:
+        lines.append(f"| {pair.algo}/{pair.env_id} | - | SKIPPED | - | - | - | - | {pair.reason} |")
+    if n_done_before:
+        lines.append(f"\n{n_done_before} job(s) had already finished in this experiment and were skipped.")
+    return rows, "\n".join(lines) + "\n"
+
+
+def _print_summary(results: Sequence[Any], skipped: Sequence[Any], n_done_before: int, n_active: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=sys.stdout, highlight=False, width=max(120, Console(file=sys.stdout).width))
+    table = Table(title="summary", title_justify="left")
+    for col in ("job", "status", "score", "fps", "wall time", "env steps", "reason"):
+        table.add_column(col, justify="right" if col in ("score", "fps", "wall time", "env steps") else "left")
+    for res in results:
+        colour = "green" if res.status == "FINISHED" else "red"
+        table.add_row(Text(res.name), Text(res.status, style=colour), _fmt(res.score, "{:.2f}"), _fmt(res.fps, "{:.0f}"),
+                      f"{res.wall_seconds:.1f} s", f"{res.env_steps:,}", Text(res.failure_reason or ""))  # fmt: skip
+    console.print(table)
+    n_ok = sum(r.status == "FINISHED" for r in results)
+    parts = [f"{n_ok} finished", f"{len(results) - n_ok} failed",
+             f"{n_done_before} skipped (already finished)", f"{len(skipped)} pairs skipped"]  # fmt: skip
+    if n_active:
+        parts.append(f"{n_active} running in another bench run")
+    console.print(Text(", ".join(parts)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the command
+# ---------------------------------------------------------------------------------------------------------
+class _RunBook:
+    """Creates job runs under the grid run, ends those a worker could not."""
+
+    def __init__(self, tracking: Any, parent_run_id: str) -> None:
+        from lit_sb3.zoo.tracking import run_environment_tags
+
+        self.tracking = tracking
+        self.parent_run_id = parent_run_id
+        self.env_tags = run_environment_tags()
+
+    def start(self, spec: Any) -> str:
+        return self.tracking.create_job_run(spec, self.parent_run_id, self.env_tags)
+
+    def fail(self, run_id: str, reason: str, status: str = "FAILED", log_text: str | None = None) -> None:
+        self.tracking.fail_run(run_id, reason, status=status, traceback_text=log_text)
+
+    def status(self, run_id: str) -> str:
+        return self.tracking.run_status(run_id)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan, validate, run, summarise.
+
+    Args:
+        args: parsed arguments.
+    """
+    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, open_tracking
+
+    launcher = None
+    if not args.dry_run and args.launcher == "local":
+        from lit_sb3.zoo.launchers.local import LocalLauncher
+
+        launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
+        launcher.warm_up()  # the job processes' imports overlap with the planning below
+    jobs, skipped, experiment = _plan(args)
+    uri = args.tracking_uri or DEFAULT_TRACKING_URI
+    tracking = open_tracking(uri, experiment, create=not args.dry_run)
+    finished = tracking.finished_job_ids()
+    if args.dry_run:
+        _print_plan(jobs, skipped, finished, experiment, uri)
+        return 0
+    for pair in skipped:
+        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
+    n_stale, active = tracking.mark_stale()
+    if n_stale:
+        print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
+    todo = [j for j in jobs if j.job_id not in finished and j.job_id not in active]
+    n_done_before = sum(j.job_id in finished for j in jobs)
+    if active:
+        print(f"{len(active)} job(s) are running in another bench run right now; not starting them here")
+    if not todo:
+        print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
+        return 0
+    from lit_sb3.zoo.launchers import get_launcher
+    from lit_sb3.zoo.progress import GridProgress
+
+    params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
+    parent_id = tracking.create_parent_run(_command_line(args), params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}")
+    if launcher is None:
+        launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method,
+                                **_launcher_options(args))  # fmt: skip
+    workers = getattr(launcher, "max_workers", "?")
+    print(f"running {len(todo)} job(s) ({n_done_before} already finished) with {workers} worker(s); "
+          f"experiment '{experiment}' at {uri}, grid run {parent_id}", flush=True)  # fmt: skip
+    results: list[Any] = []
+    status = "KILLED"
+    try:
+        from lit_sb3.zoo.launchers.base import JobDone
+
+        with GridProgress(len(todo)) as progress:
+            for event in launcher.submit(todo, tracking.target, _RunBook(tracking, parent_id)):
+                progress.handle(event)
+                if isinstance(event, JobDone):
+                    results.append(event.result)
+        status = "FINISHED" if all(r.status == "FINISHED" for r in results) else "FAILED"
+    finally:
+        rows, markdown = _summary(results, skipped, n_done_before)
+        header = f"# bench run summary\n\n`{_command_line(args)}`\n\n"
+        tracking.end_parent_run(parent_id, rows, status, header + markdown)
+    _print_summary(results, skipped, n_done_before, len(active))
+    return 0 if status == "FINISHED" else 1
+

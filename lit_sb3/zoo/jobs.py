@@ -1,0 +1,304 @@
+"""Jobs of a ``bench run`` grid: plain, JSON-serialisable descriptions with a stable id, and the planner.
+
+A :class:`JobSpec` says everything a worker needs to train one (algo, env, seed) run: the resolved
+hyperparameters, the env-step budget, the evaluation protocol, the device and the number of torch threads.
+Its ``job_id`` is the first 16 hex digits of the sha256 of the canonical JSON of those fields, so the same
+command line (with the same configs) gives the same ids: that is how a re-run finds what already finished.
+
+``JobSpec.config`` stores the :class:`~lit_sb3.zoo.config.ResolvedConfig` losslessly (classes as
+``{"__class__": path}``, schedules as ``{"__schedule__": {...}}``, tuples as ``{"__tuple__": [...]}``) so the
+worker rebuilds the exact objects with :meth:`JobSpec.resolved_config`; only whitelisted classes (those a
+config may name) are accepted back, nothing is evaluated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lit_sb3.zoo.errors import BenchError
+
+if TYPE_CHECKING:
+    from lit_sb3.zoo.config import ResolvedConfig
+
+__all__ = ["JobSpec", "SkippedPair", "plan_grid", "default_eval_freq", "encode_value", "decode_value"]
+
+#: evaluations per run when ``--eval-freq`` is not given (plus the final one)
+DEFAULT_EVALUATIONS = 20
+DEFAULT_EVAL_EPISODES = 10
+
+_CONFIG_FIELDS = (
+    "policy", "n_envs", "normalize", "normalize_kwargs", "env_wrapper", "vec_env_wrapper", "frame_stack",
+    "callback", "env_kwargs", "eval_env_kwargs", "monitor_kwargs", "algo_kwargs",
+)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------
+# lossless JSON form of resolved values
+# ---------------------------------------------------------------------------------------------------------
+def encode_value(value: Any) -> Any:
+    """JSON form of a resolved config value (classes, schedules, tuples kept recognisable).
+
+    Args:
+        value: a value of a :class:`~lit_sb3.zoo.config.ResolvedConfig` field.
+    """
+    from lit_sb3.core.schedules import ConstantSchedule, LinearSchedule, schedule_to_dict
+
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"__float__": str(value)}
+    if isinstance(value, type):
+        return {"__class__": f"{value.__module__}.{value.__qualname__}"}
+    if isinstance(value, (ConstantSchedule, LinearSchedule)):
+        return {"__schedule__": schedule_to_dict(value)}
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode_value(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): encode_value(v) for k, v in value.items()}
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return encode_value(value.item())
+    raise BenchError(f"cannot describe the hyperparameter value {value!r} ({type(value).__name__}) as JSON")
+
+
+_CLASSES: dict[str, type] | None = None
+
+
+def _allowed_classes() -> dict[str, type]:
+    """``module.QualName`` -> class, for every class a zoo config may name (the parser's whitelist)."""
+    global _CLASSES
+    if _CLASSES is None:
+        from lit_sb3.zoo.config import _WHITELIST
+
+        out: dict[str, type] = {}
+        for module_name, attr in set(_WHITELIST.values()):
+            try:
+                obj = getattr(importlib.import_module(module_name), attr)
+            except (ImportError, AttributeError):
+                continue
+            out[f"{obj.__module__}.{obj.__qualname__}"] = obj
+        _CLASSES = out
+    return _CLASSES
+
+
+def decode_value(data: Any) -> Any:
+    """Inverse of :func:`encode_value` (classes only from the config whitelist).
+
+    Args:
+        data: JSON data made by :func:`encode_value`.
+    """
+    from lit_sb3.core.schedules import schedule_from_dict
+
+    if isinstance(data, list):
+        return [decode_value(v) for v in data]
+    if isinstance(data, dict):
+        if "__class__" in data:
+            classes = _allowed_classes()
+            if data["__class__"] not in classes:
+                raise BenchError(f"class {data['__class__']!r} is not allowed in a job description")
+            return classes[data["__class__"]]
+        if "__schedule__" in data:
+            return schedule_from_dict(data["__schedule__"])
+        if "__tuple__" in data:
+            return tuple(decode_value(v) for v in data["__tuple__"])
+        if "__float__" in data:
+            return float(data["__float__"])
+        return {k: decode_value(v) for k, v in data.items()}
+    return data
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# job description
+# ---------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class JobSpec:
+    """One training run of a grid, as plain data.
+
+    Args:
+        algo: algorithm name (``ppo``, ``sac``, ...).
+        env_id: gymnasium env id (``"module:Env-v0"`` ids allowed).
+        seed: random seed of the run.
+        n_timesteps: env-step budget.
+        config: the resolved hyperparameters in lossless JSON form (see :func:`encode_value`).
+        eval_freq: evaluate every ``eval_freq`` total env steps (over all sub-envs).
+        eval_episodes: deterministic episodes per evaluation.
+        device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
+        torch_threads: ``torch.set_num_threads`` in the worker.
+        params: the resolved hyperparameters in display form (``ResolvedConfig.to_jsonable()``), for MLflow.
+        config_hash: ``ResolvedConfig.config_hash()``.
+    """
+
+    algo: str
+    env_id: str
+    seed: int
+    n_timesteps: int
+    config: dict[str, Any]
+    eval_freq: int
+    eval_episodes: int = DEFAULT_EVAL_EPISODES
+    device: str = "cpu"
+    torch_threads: int = 1
+    params: dict[str, Any] = field(default_factory=dict, compare=False)
+    config_hash: str = field(default="", compare=False)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields the job id is computed from."""
+        return {
+            "algo": self.algo,
+            "env_id": self.env_id,
+            "seed": self.seed,
+            "n_timesteps": self.n_timesteps,
+            "config": self.config,
+            "eval_freq": self.eval_freq,
+            "eval_episodes": self.eval_episodes,
+            "device": self.device,
+            "torch_threads": self.torch_threads,
+        }
+
+    @property
+    def job_id(self) -> str:
+        """Stable id: 16 hex digits of the sha256 of the canonical JSON of :meth:`identity`."""
+        return hashlib.sha256(_canonical(self.identity()).encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def name(self) -> str:
+        """Short display name, e.g. ``ppo/CartPole-v1/s0``."""
+        return f"{self.algo}/{self.env_id}/s{self.seed}"
+
+    def to_json(self) -> str:
+        """The job as a JSON string (:meth:`from_json` reads it back)."""
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> JobSpec:
+        """Rebuild a job from :meth:`to_json`.
+
+        Args:
+            text: the JSON string.
+        """
+        return cls(**json.loads(text))
+
+    def resolved_config(self) -> ResolvedConfig:
+        """The :class:`~lit_sb3.zoo.config.ResolvedConfig` with real objects (classes, schedules)."""
+        from lit_sb3.zoo.config import ResolvedConfig
+
+        values = {k: decode_value(v) for k, v in self.config.items()}
+        for key in ("env_wrapper", "vec_env_wrapper", "callback"):
+            values[key] = [(str(name), dict(kwargs)) for name, kwargs in values.get(key) or []]
+        return ResolvedConfig(algo=self.algo, env_id=self.env_id, n_timesteps=self.n_timesteps, **values)
+
+
+@dataclass(frozen=True)
+class SkippedPair:
+    """An (algo, env) pair that cannot run, and why.
+
+    Args:
+        algo: algorithm name.
+        env_id: env id.
+        reason: one line.
+    """
+
+    algo: str
+    env_id: str
+    reason: str
+
+
+def default_eval_freq(n_timesteps: int) -> int:
+    """``n_timesteps / 20`` (at least 1): 20 evaluations per run, plus the final one.
+
+    Args:
+        n_timesteps: the budget.
+    """
+    return max(1, n_timesteps // DEFAULT_EVALUATIONS)
+
+
+def plan_grid(
+    algos: Sequence[str],
+    envs: Sequence[str],
+    seeds: Iterable[int],
+    n_timesteps: int | None = None,
+    eval_freq: int | None = None,
+    eval_episodes: int = DEFAULT_EVAL_EPISODES,
+    config_files: Sequence[str] = (),
+    overrides: Mapping[str, str] | None = None,
+    device: str = "cpu",
+    *,
+    torch_threads: int = 1,
+    default_budgets: Mapping[str, int] | None = None,
+) -> tuple[list[JobSpec], list[SkippedPair]]:
+    """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
+
+    Every config is resolved here, so a bad file, key or value raises a :class:`BenchError` before any job
+    starts. The budget of a job is ``n_timesteps`` if given, else the config's ``n_timesteps``, else the
+    suite's default for the env (``default_budgets``); none of them is an error.
+
+    Args:
+        algos: algorithm names (checked).
+        envs: env ids (checked by the caller; ``"module:Env-v0"`` allowed).
+        seeds: seeds; every pair runs each.
+        n_timesteps: budget for every job (overrides the configs).
+        eval_freq: env steps between evaluations (default :func:`default_eval_freq` of the budget).
+        eval_episodes: episodes per evaluation.
+        config_files: extra zoo-format YAML files.
+        overrides: ``--hyperparams`` ``key -> value text``.
+        device: device of every job.
+        torch_threads: torch threads per job.
+        default_budgets: per-env budgets from the suites.
+    """
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.registry import check_pair
+
+    seeds = list(seeds)
+    if not seeds:
+        raise BenchError("no seed given")
+    if n_timesteps is not None and n_timesteps < 1:
+        raise BenchError(f"--n-timesteps must be >= 1, got {n_timesteps}")
+    if eval_freq is not None and eval_freq < 1:
+        raise BenchError(f"--eval-freq must be >= 1, got {eval_freq}")
+    if eval_episodes < 1:
+        raise BenchError(f"--eval-episodes must be >= 1, got {eval_episodes}")
+    if torch_threads < 1:
+        raise BenchError(f"--torch-threads must be >= 1, got {torch_threads}")
+    budgets = dict(default_budgets or {})
+    jobs: list[JobSpec] = []
+    skipped: list[SkippedPair] = []
+    for algo in algos:
+        for env_id in envs:
+            reason = check_pair(algo, env_id)
+            if reason is not None:
+                skipped.append(SkippedPair(algo, env_id, reason))
+                continue
+            cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides)
+            budget = n_timesteps or cfg.n_timesteps or budgets.get(env_id)
+            if not budget:
+                raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")
+            config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
+            params = cfg.to_jsonable()
+            params["n_timesteps"] = int(budget)
+            for seed in seeds:
+                jobs.append(
+                    JobSpec(
+                        algo=algo,
+                        env_id=env_id,
+                        seed=int(seed),
+                        n_timesteps=int(budget),
+                        config=config,
+                        eval_freq=int(eval_freq or default_eval_freq(int(budget))),
+                        eval_episodes=int(eval_episodes),
+                        device=device,
+                        torch_threads=int(torch_threads),
+                        params=params,
+                        config_hash=cfg.config_hash(),
+                    )
+                )
+    return jobs, skipped

@@ -1,0 +1,81 @@
+"""The launcher interface: ``submit(jobs, target, runbook)`` yields events while the jobs run.
+
+A launcher owns scheduling and process life (timeouts, crashes); the :class:`RunBook` owns the tracking
+records (child runs). Each job yields one :class:`JobStarted`, any number of
+:class:`~lit_sb3.zoo.runner.JobProgress` snapshots, then exactly one :class:`JobDone`.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol, Union
+
+from lit_sb3.zoo.jobs import JobSpec
+from lit_sb3.zoo.runner import JobProgress, JobResult
+from lit_sb3.zoo.tracking import TrackingTarget
+
+__all__ = ["RunBook", "JobStarted", "JobDone", "LaunchEvent", "Launcher"]
+
+
+class RunBook(Protocol):
+    """Creates and ends the tracking runs of jobs, on the launcher's side."""
+
+    def start(self, spec: JobSpec) -> str:
+        """Create the job's run (RUNNING, with tags and params) and return its id."""
+        ...
+
+    def fail(self, run_id: str, reason: str, status: str = "FAILED", log_text: str | None = None) -> None:
+        """End a run whose worker could not (crash, timeout, interruption); ``log_text`` is its output."""
+        ...
+
+    def status(self, run_id: str) -> str:
+        """The run's current status."""
+        ...
+
+
+@dataclass(frozen=True)
+class JobStarted:
+    """A job's process started.
+
+    Args:
+        spec: the job.
+        run_id: its run.
+    """
+
+    spec: JobSpec
+    run_id: str
+
+
+@dataclass(frozen=True)
+class JobDone:
+    """A job ended (any status).
+
+    Args:
+        spec: the job.
+        result: what happened.
+    """
+
+    spec: JobSpec
+    result: JobResult
+
+
+LaunchEvent = Union[JobStarted, JobProgress, JobDone]
+
+
+class Launcher(ABC):
+    """Runs jobs and reports what happens."""
+
+    @abstractmethod
+    def submit(self, jobs: Sequence[JobSpec], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
+        """Run ``jobs``; yield events until every job is done.
+
+        Args:
+            jobs: the jobs, in order.
+            target: where the workers log.
+            runbook: creates/ends the runs.
+        """
+
+    def close(self) -> None:
+        """Stop whatever still runs (called on interruption); the default does nothing."""

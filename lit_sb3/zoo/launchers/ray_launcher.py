@@ -1,0 +1,372 @@
+"""Ray launcher: every job of a grid is a Ray task, on a local Ray instance or on a cluster.
+
+Same job ids, tracking, evaluation, resume and failure semantics as the local launcher
+(:mod:`~lit_sb3.zoo.launchers.local`); Ray is the scheduler, nothing is home-made:
+
+- each job is ``ray.remote(num_cpus=--cpus-per-job, num_gpus=--gpus-per-job, max_retries=N,
+  retry_exceptions=False)``: Ray re-runs a job whose worker process or node is lost (system failures), never
+  one whose own code raised (``run_job`` records that FAILED with its traceback, as locally);
+- at most ``max_workers`` jobs are in flight (``--jobs``, default: the cluster's CPUs / ``--cpus-per-job``), and
+  each job's MLflow run is created by this (driver) process when the job is submitted, as locally;
+- a retried attempt finds that an earlier attempt already claimed the run (tag ``lit_sb3.attempt``): it marks
+  every still-RUNNING run of the job under the same grid run KILLED ("Ray worker lost") and logs to a new run,
+  so the job ends with exactly one FINISHED run and the report, which reads FINISHED runs only, sees it once;
+- ``--timeout`` is enforced with ``ray.cancel(force=True)`` (the worker process is killed) and the job recorded
+  FAILED ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
+- progress snapshots travel through a :class:`ray.util.queue.Queue` (an actor holding no CPU);
+- workers need no shared disk: they log metrics and upload artifacts through the tracking URI (an ``http://``
+  ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine).
+
+Without an address a local Ray instance is started (``ray.init(num_cpus=...)``) and shut down at the end; a Ray
+already initialised in this process (a test's cluster) is used as it is. Ray is the optional extra
+``lit_sb3[ray]`` and is imported by this module's functions only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import socket
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from lit_sb3.zoo.errors import BenchError
+from lit_sb3.zoo.jobs import JobSpec
+from lit_sb3.zoo.launchers.base import JobDone, JobStarted, Launcher, LaunchEvent, RunBook
+from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
+from lit_sb3.zoo.tracking import TrackingTarget
+
+__all__ = ["RayLauncher", "import_ray", "connect_ray", "ATTEMPT_TAG", "DEFAULT_MAX_RETRIES"]
+
+ATTEMPT_TAG = "lit_sb3.attempt"
+DEFAULT_MAX_RETRIES = 3
+_WAIT_S = 0.5
+
+
+def import_ray() -> Any:
+    """``import ray``, or a one-line :class:`BenchError` saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise BenchError("--launcher ray needs Ray: install lit_sb3[ray] (pip install 'lit_sb3[ray]')") from None
+    return ray
+
+
+def connect_ray(address: str | None, num_cpus: int | None = None, log_to_driver: bool = False) -> bool:
+    """Connect to a Ray cluster (``address``: ``auto`` or ``HOST:PORT``) or start a local instance.
+
+    Returns whether this call started Ray (and so should shut it down); a Ray already initialised in this
+    process is used as it is.
+
+    Args:
+        address: cluster address (None: start a local instance).
+        num_cpus: CPUs of a local instance (None: all).
+        log_to_driver: print the workers' output here.
+    """
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"log_to_driver": log_to_driver, "configure_logging": False}
+    if address:
+        kwargs["address"] = address
+    else:
+        kwargs.update(num_cpus=num_cpus, include_dashboard=False)
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:  # noqa: BLE001 - any failure to connect is the user's address or setup
+        text = " ".join(str(exc).split())[:300]
+        where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+        raise BenchError(f"cannot start or reach {where}: {type(exc).__name__}: {text}") from exc
+    return True
+
+
+# ---------------------------------------------------------------------------------------------------------
+# worker side (a Ray task)
+# ---------------------------------------------------------------------------------------------------------
+def _send(queue: Any, item: tuple[Any, ...]) -> None:
+    """Put ``item`` on the progress queue; progress is best effort (a full or gone queue is ignored)."""
+    if queue is None:
+        return
+    with contextlib.suppress(Exception):
+        queue.put_nowait(item)
+
+
+def _open_job_runs(client: Any, target: TrackingTarget, job_id: str, parent_id: str | None) -> list[Any]:
+    """The job's runs under the same grid run (any status)."""
+    flt = f"tags.`lit_sb3.job_id` = '{job_id}'"
+    if parent_id:
+        flt += f" and tags.`mlflow.parentRunId` = '{parent_id}'"
+    return list(client.search_runs([target.experiment_id], filter_string=flt, max_results=1000))
+
+
+def claim_run(spec: JobSpec, target: TrackingTarget, run_id: str) -> str:
+    """The run this attempt logs to: ``run_id`` on the first attempt; on a Ray retry (an earlier attempt
+    claimed it and its worker was lost) the job's RUNNING runs are marked KILLED and a new run is created.
+
+    Args:
+        spec: the job.
+        target: where to log.
+        run_id: the run the launcher created for the job.
+    """
+    from mlflow import MlflowClient
+
+    from lit_sb3.zoo.tracking import FAILURE_TAG, Tracking, run_environment_tags
+
+    client = MlflowClient(tracking_uri=target.uri)
+    run = client.get_run(run_id)
+    me = f"{socket.gethostname()}:{os.getpid()}"
+    if ATTEMPT_TAG not in run.data.tags and run.info.status == "RUNNING":
+        client.set_tag(run_id, ATTEMPT_TAG, f"1 {me}")
+        return run_id
+    parent_id = run.data.tags.get("mlflow.parentRunId")
+    attempt = 1
+    for old in _open_job_runs(client, target, spec.job_id, parent_id):
+        with contextlib.suppress(ValueError, IndexError):
+            attempt = max(attempt, int(old.data.tags.get(ATTEMPT_TAG, "1").split()[0]))
+        if old.info.status == "RUNNING":
+            client.set_tag(old.info.run_id, FAILURE_TAG, "killed: its Ray worker was lost; Ray retried the job")
+            client.set_terminated(old.info.run_id, "KILLED")
+    new_id = Tracking(client, target).create_job_run(spec, parent_id, run_environment_tags())
+    client.set_tag(new_id, ATTEMPT_TAG, f"{attempt + 1} {me}")
+    return new_id
+
+
+def ray_job(spec_json: str, target: TrackingTarget, run_id: str, queue: Any) -> dict[str, Any]:
+    """Body of the Ray task of one job: claim the run, train, evaluate, record; returns the result dict.
+
+    Args:
+        spec_json: the job (:meth:`JobSpec.to_json`).
+        target: where to log.
+        run_id: the run created by the launcher.
+        queue: the progress queue (None: no progress).
+    """
+    from lit_sb3.zoo.runner import run_job
+
+    spec = JobSpec.from_json(spec_json)
+    run_id = claim_run(spec, target, run_id)
+    _send(queue, ("started", spec.job_id, run_id, time.time()))
+
+    def progress(p: JobProgress) -> None:
+        _send(queue, ("progress", asdict(p)))
+
+    return run_job(spec, target, run_id=run_id, progress=progress).to_dict()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# driver side
+# ---------------------------------------------------------------------------------------------------------
+@dataclass
+class _InFlight:
+    spec: JobSpec
+    run_id: str
+    ref: Any
+    submitted: float
+    started: float | None = None
+    cancelled: str | None = None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+
+class RayLauncher(Launcher):
+    """Runs each job as a Ray task (see the module docstring).
+
+    Args:
+        max_workers: jobs in flight (None: the cluster's CPUs // ``cpus_per_job``, GPUs // ``gpus_per_job``).
+        timeout: seconds a job may run before it is cancelled and recorded FAILED (None: no limit).
+        start_method: ignored (accepted so the CLI can pass the local launcher's options).
+        address: Ray cluster address, ``auto`` or ``HOST:PORT`` (None: start a local Ray instance).
+        cpus_per_job: Ray ``num_cpus`` of a job.
+        gpus_per_job: Ray ``num_gpus`` of a job (fractions share a GPU).
+        max_retries: times Ray re-runs a job whose worker or node is lost.
+        num_cpus: CPUs of a local Ray instance (None: ``max_workers * cpus_per_job``, else all).
+    """
+
+    def __init__(self, max_workers: int | None = None, timeout: float | None = None, start_method: str | None = None,
+                 address: str | None = None, cpus_per_job: float = 1.0, gpus_per_job: float = 0.0,
+                 max_retries: int = DEFAULT_MAX_RETRIES, num_cpus: int | None = None) -> None:  # fmt: skip
+        import_ray()
+        if cpus_per_job <= 0:
+            raise BenchError(f"--cpus-per-job must be > 0, got {cpus_per_job:g}")
+        if gpus_per_job < 0:
+            raise BenchError(f"--gpus-per-job must be >= 0, got {gpus_per_job:g}")
+        if max_retries < 0:
+            raise BenchError(f"max_retries must be >= 0, got {max_retries}")
+        self._max_workers = int(max_workers) if max_workers else None
+        self.timeout = float(timeout) if timeout else None
+        self.address = address or None
+        self.cpus_per_job = float(cpus_per_job)
+        self.gpus_per_job = float(gpus_per_job)
+        self.max_retries = int(max_retries)
+        self.num_cpus = num_cpus
+        self._owns_ray = False
+        self._connected = False
+        self._running: dict[str, _InFlight] = {}
+        self._runbook: RunBook | None = None
+        self._target: TrackingTarget | None = None
+        self._queue: Any = None
+        self.init_seconds = math.nan
+
+    # -- connection ----------------------------------------------------------------------------------------
+    def connect(self) -> None:
+        """Start or reach Ray (once); ``init_seconds`` is what it took."""
+        if self._connected:
+            return
+        t0 = time.monotonic()
+        local_cpus = self.num_cpus
+        if local_cpus is None and self.address is None and self._max_workers is not None:
+            local_cpus = max(1, math.ceil(self._max_workers * self.cpus_per_job))
+        self._owns_ray = connect_ray(self.address, num_cpus=local_cpus)
+        self.init_seconds = time.monotonic() - t0
+        self._connected = True
+
+    @property
+    def max_workers(self) -> int:
+        """Jobs in flight: ``--jobs``, else what the cluster's resources hold (connects to Ray)."""
+        if self._max_workers is None:
+            import ray
+
+            self.connect()
+            res = ray.cluster_resources()
+            slots = int(res.get("CPU", 0) // self.cpus_per_job)
+            if self.gpus_per_job > 0:
+                slots = min(slots, int(res.get("GPU", 0) // self.gpus_per_job))
+            if slots < 1:
+                need = f"{self.cpus_per_job:g} CPU" + (f" and {self.gpus_per_job:g} GPU" if self.gpus_per_job else "")
+                raise BenchError(f"the Ray cluster cannot hold one job ({need}); it has {dict(res)}")
+            self._max_workers = slots
+        return self._max_workers
+
+    # -- running -------------------------------------------------------------------------------------------
+    def submit(self, jobs: Sequence[JobSpec], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
+        """Run ``jobs`` as Ray tasks (see :class:`~lit_sb3.zoo.launchers.base.Launcher`).
+
+        Args:
+            jobs: the jobs.
+            target: where the workers log.
+            runbook: creates/ends the runs.
+        """
+        import ray
+        from ray.util.queue import Queue
+
+        self.connect()
+        slots = self.max_workers
+        self._runbook, self._target = runbook, target
+        remote = ray.remote(ray_job)
+        options = {"num_cpus": self.cpus_per_job, "num_gpus": self.gpus_per_job, "max_retries": self.max_retries,
+                   "retry_exceptions": False}  # fmt: skip
+        self._queue = Queue(actor_options={"num_cpus": 0})
+        pending = deque(jobs)
+        try:
+            while pending or self._running:
+                while pending and len(self._running) < slots:
+                    spec = pending.popleft()
+                    run_id = runbook.start(spec)
+                    ref = remote.options(name=f"bench-{spec.name}", **options).remote(spec.to_json(), target, run_id, self._queue)
+                    self._running[spec.job_id] = _InFlight(spec, run_id, ref, time.monotonic())
+                    yield JobStarted(spec, run_id)
+                yield from self._wait_round()
+        finally:
+            self.close()
+
+    def _drain_queue(self) -> Iterator[JobProgress]:
+        while True:
+            try:
+                items = self._queue.get_nowait_batch(self._queue.qsize())
+            except Exception:  # noqa: BLE001 - progress is best effort
+                return
+            if not items:
+                return
+            for item in items:
+                if item[0] == "progress":
+                    yield JobProgress(**item[1])
+                elif item[0] == "started" and item[1] in self._running:
+                    job = self._running[item[1]]
+                    job.run_id, job.started = item[2], time.monotonic()
+
+    def _wait_round(self) -> Iterator[LaunchEvent]:
+        import ray
+
+        refs = [job.ref for job in self._running.values()]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=_WAIT_S)
+        yield from self._drain_queue()
+        done = set(ready)
+        for job in list(self._running.values()):
+            if job.ref in done:
+                yield self._finish(job)
+            elif self.timeout is not None and job.cancelled is None:
+                since = job.started if job.started is not None else job.submitted
+                if time.monotonic() - since > self.timeout:
+                    job.cancelled = f"timeout after {self.timeout:g} s"
+                    with contextlib.suppress(Exception):
+                        ray.cancel(job.ref, force=True)
+
+    def _finish(self, job: _InFlight) -> JobDone:
+        import ray
+
+        self._running.pop(job.spec.job_id, None)
+        wall = time.monotonic() - job.submitted
+        try:
+            result = result_from_dict(ray.get(job.ref))
+            if job.cancelled is None:
+                return JobDone(job.spec, result)
+            reason = job.cancelled  # it ended just as it was cancelled: the timeout wins, as locally
+        except ray.exceptions.TaskCancelledError:
+            reason = job.cancelled or "cancelled"
+        except ray.exceptions.RayTaskError as exc:  # the task's own code raised outside run_job
+            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
+            reason = job.cancelled or _first_line(cause)
+        except ray.exceptions.RayError as exc:  # worker/node lost more often than max_retries, OOM-killed, ...
+            reason = job.cancelled or f"Ray worker lost ({self.max_retries} retries used): {_first_line(exc)}"
+        run_id = self._end_open_runs(job, reason, "FAILED")
+        return JobDone(job.spec, JobResult(job.spec.job_id, job.spec.name, "FAILED", run_id=run_id,
+                                           wall_seconds=wall, failure_reason=reason))  # fmt: skip
+
+    def _end_open_runs(self, job: _InFlight, reason: str, status: str) -> str:
+        """End every RUNNING run of the job (the launcher's and any retry's); returns the latest run id."""
+        assert self._runbook is not None
+        latest = job.run_id
+        ids = [job.run_id]
+        if self._target is not None and self._target.experiment_id is not None:
+            with contextlib.suppress(Exception):
+                from mlflow import MlflowClient
+
+                client = MlflowClient(tracking_uri=self._target.uri)
+                parent = client.get_run(job.run_id).data.tags.get("mlflow.parentRunId")
+                runs = _open_job_runs(client, self._target, job.spec.job_id, parent)
+                runs.sort(key=lambda r: r.info.start_time or 0)
+                ids = [r.info.run_id for r in runs if r.info.status == "RUNNING"]
+                if runs:
+                    latest = runs[-1].info.run_id
+        for run_id in ids:
+            with contextlib.suppress(Exception):
+                if self._runbook.status(run_id) == "RUNNING":
+                    self._runbook.fail(run_id, reason, status)
+        return latest
+
+    def close(self) -> None:
+        """Cancel every job still in flight and record it KILLED; shut down a Ray this launcher started."""
+        ray = import_ray()
+        for job in list(self._running.values()):
+            with contextlib.suppress(Exception):
+                ray.cancel(job.ref, force=True)
+        for job in list(self._running.values()):
+            self._running.pop(job.spec.job_id, None)
+            with contextlib.suppress(Exception):
+                ray.wait([job.ref], timeout=10)
+            with contextlib.suppress(Exception):
+                self._end_open_runs(job, "killed: bench run was interrupted", "KILLED")
+        if self._queue is not None:
+            with contextlib.suppress(Exception):
+                self._queue.shutdown()
+            self._queue = None
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+            self._owns_ray = False
+            self._connected = False

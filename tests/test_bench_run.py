@@ -1,0 +1,306 @@
+"""``bench run``: real grids in real worker processes, tracked in a real MLflow sqlite store (tiny budgets)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from lit_sb3.zoo.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+FAULTY = "tests.envs.faulty"
+TINY = ["--n-timesteps", "384", "--eval-freq", "128", "--eval-episodes", "2", "--hyperparams", "n_steps=64", "n_envs=1"]
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty MLflow sqlite database (a new one spends seconds on migrations): copied per test."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
+    return path
+
+
+def _store(folder: Path, template: Path) -> str:
+    shutil.copy(template, folder / "mlflow.db")
+    return f"sqlite:///{folder / 'mlflow.db'}"
+
+
+def _client(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def _runs(uri: str, experiment: str, run_type: str | None = "job") -> list:
+    client = _client(uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        return []
+    flt = f"tags.`lit_sb3.run_type` = '{run_type}'" if run_type else ""
+    return list(client.search_runs([exp.experiment_id], filter_string=flt, max_results=1000))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a 2 x 2 x 2 grid, then the same command again
+# ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory, mlflow_template: Path) -> tuple[str, list[str], int, Path]:
+    folder = tmp_path_factory.mktemp("grid")
+    uri = _store(folder, mlflow_template)
+    argv = ["run", "--algos", "ppo,a2c", "--envs", "CartPole-v1,Pendulum-v1", "--seeds", "2", "--jobs", "2",
+            "--tracking-uri", uri, "--experiment", "grid", *TINY]  # fmt: skip
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        code = main(argv)
+    finally:
+        os.chdir(cwd)
+    return uri, argv, code, folder
+
+
+def test_grid_records_every_job(grid: tuple[str, list[str], int, Path]) -> None:
+    uri, _, code, _ = grid
+    assert code == 0
+    parents = _runs(uri, "grid", "grid")
+    jobs = _runs(uri, "grid")
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    assert "command" in parents[0].data.params and parents[0].data.params["command"].startswith("bench run")
+    assert len(jobs) == 8
+    assert {r.info.status for r in jobs} == {"FINISHED"}
+    assert {r.data.tags["mlflow.parentRunId"] for r in jobs} == {parents[0].info.run_id}
+    assert {(r.data.tags["lit_sb3.algo"], r.data.tags["lit_sb3.env"], r.data.tags["lit_sb3.seed"]) for r in jobs} == {
+        (a, e, s) for a in ("ppo", "a2c") for e in ("CartPole-v1", "Pendulum-v1") for s in ("0", "1")
+    }
+    assert len({r.data.tags["lit_sb3.job_id"] for r in jobs}) == 8
+    client = _client(uri)
+    for run in jobs:
+        tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
+        for key in ("lit_sb3.config_hash", "lit_sb3.version", "torch.version", "gymnasium.version", "git.commit"):
+            assert tags.get(key), key
+        assert params["algo_kwargs.n_steps"] == "64" and params["n_timesteps"] == "384"
+        assert params["env_id"] == tags["lit_sb3.env"]
+        history = client.get_metric_history(run.info.run_id, "eval/mean_reward")
+        steps = [m.step for m in history]
+        assert steps[:3] == [128, 256, 384] and len(steps) >= 3  # the whole curve, on env steps
+        assert metrics["final/mean_reward"] == pytest.approx(history[-1].value)
+        assert metrics["time/total_timesteps"] >= 384 and metrics["time/wall_seconds"] > 0
+        assert "time/fps" in metrics and any(k.startswith("train/") for k in metrics), sorted(metrics)
+        arts = {a.path for a in client.list_artifacts(run.info.run_id)}
+        assert {"config.json", "model.zip", "evaluations.csv"} <= arts
+
+
+def test_model_artifact_loads(grid: tuple[str, list[str], int, Path], tmp_path: Path) -> None:
+    import gymnasium as gym
+
+    from lit_sb3 import PPO
+
+    uri = grid[0]
+    run = next(r for r in _runs(uri, "grid") if r.data.tags["lit_sb3.algo"] == "ppo" and r.data.tags["lit_sb3.env"] == "CartPole-v1")
+    local = _client(uri).download_artifacts(run.info.run_id, "model.zip", str(tmp_path))
+    model = PPO.load(local)
+    obs, _ = gym.make("CartPole-v1").reset(seed=0)
+    action, _ = model.predict(obs, deterministic=True)
+    assert int(action) in (0, 1)
+    csv_path = Path(_client(uri).download_artifacts(run.info.run_id, "evaluations.csv", str(tmp_path)))
+    assert csv_path.read_text().splitlines()[0] == "step,mean_reward,std_reward,mean_ep_length"
+
+
+def test_rerun_adds_nothing_and_dry_run(grid: tuple[str, list[str], int, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    uri, argv, _, folder = grid
+    before = len(_runs(uri, "grid", None))
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert "nothing to do" in capsys.readouterr().out
+    assert len(_runs(uri, "grid", None)) == before
+    assert main([*argv, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("skip (finished)") == 8
+    assert "0 env steps in 0 jobs to run (8 already finished" in out
+    assert len(_runs(uri, "grid", None)) == before
+
+
+# ---------------------------------------------------------------------------------------------------------
+# failures: raising, NaN, hanging (timeout), segfault; the healthy job finishes
+# ---------------------------------------------------------------------------------------------------------
+def test_faulty_jobs_fail_alone(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    envs = ",".join(["CartPole-v1", *(f"{FAULTY}:{name}" for name in ("Raising-v0", "NaNReward-v0", "Hanging-v0", "Segfault-v0"))])
+    code = main(["run", "--algos", "a2c", "--envs", envs, "--jobs", "2", "--timeout", "30", "--tracking-uri", uri,
+                 "--experiment", "faulty", "--n-timesteps", "256", "--eval-freq", "128", "--eval-episodes", "2",
+                 "--hyperparams", "n_steps=16"])  # fmt: skip
+    assert code == 1
+    runs = {r.data.tags["lit_sb3.env"].split(":")[-1]: r for r in _runs(uri, "faulty")}
+    assert len(runs) == 5
+    assert runs["CartPole-v1"].info.status == "FINISHED"
+    reasons = {env: r.data.tags.get("lit_sb3.failure_reason", "") for env, r in runs.items() if r.info.status == "FAILED"}
+    assert set(reasons) == {"Raising-v0", "NaNReward-v0", "Hanging-v0", "Segfault-v0"}
+    assert "RuntimeError: faulty env: boom" in reasons["Raising-v0"]
+    assert reasons["NaNReward-v0"].startswith("diverged: rollout/reward = nan at step")
+    assert reasons["Hanging-v0"] == "timeout after 30 s"
+    assert "SIGSEGV" in reasons["Segfault-v0"] and "-11" in reasons["Segfault-v0"]
+    client = _client(uri)
+    for env in ("Raising-v0", "Segfault-v0"):
+        arts = {a.path for a in client.list_artifacts(runs[env].info.run_id)}
+        assert "traceback.txt" in arts
+    parent = _runs(uri, "faulty", "grid")[0]
+    assert parent.info.status == "FAILED"
+    assert {"summary.md", "summary.json"} <= {a.path for a in client.list_artifacts(parent.info.run_id)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a SIGKILLed bench run, then the same command: every job FINISHED once, the stale one KILLED
+# ---------------------------------------------------------------------------------------------------------
+def _marked_processes(marker: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker.encode() in (entry / "environ").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "3", "--jobs", "1", "--tracking-uri", uri,
+            "--experiment", "killed", "--n-timesteps", "1500", "--eval-freq", "500", "--eval-episodes", "2",
+            "--hyperparams", "n_steps=8"]  # fmt: skip
+    marker = f"BENCH_TEST_MARKER={uuid.uuid4().hex}"
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1], "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "lit_sb3.zoo.cli", *argv], cwd=in_tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 150
+        while True:
+            statuses = [r.info.status for r in _runs(uri, "killed")]
+            if statuses.count("FINISHED") >= 1 and statuses.count("RUNNING") >= 1:
+                break
+            assert proc.poll() is None, "bench run ended before it could be killed"
+            assert time.monotonic() < deadline, f"no finished + running job in time: {statuses}"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 10
+    while _marked_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _marked_processes(marker) == [], "workers outlived the killed bench run"
+    running = [r for r in _runs(uri, "killed") if r.info.status == "RUNNING"]
+    assert len(running) == 1
+
+    assert main(argv) == 0
+    runs = _runs(uri, "killed")
+    finished = [r.data.tags["lit_sb3.job_id"] for r in runs if r.info.status == "FINISHED"]
+    assert len(finished) == 3 and len(set(finished)) == 3
+    killed = [r for r in runs if r.info.status == "KILLED"]
+    assert [r.info.run_id for r in killed] == [running[0].info.run_id]
+    assert killed[0].data.tags["lit_sb3.job_id"] in finished
+    assert {r.info.status for r in _runs(uri, "killed", "grid")} == {"KILLED", "FINISHED"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# bad input: one line, exit 2, before any job (no run in MLflow)
+# ---------------------------------------------------------------------------------------------------------
+BAD_YAML = "CartPole-v1:\n  n_steps: 64\n   gamma: 0.9\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--algos", "ppoo", "--envs", "CartPole-v1"], "unknown algorithm 'ppoo' (did you mean 'ppo'"),
+        (["--algos", "ppo", "--envs", "CartPol-v1"], "(did you mean 'CartPole-v1'"),
+        (["--algos", "ppo", "--envs", "mujocco"], "(did you mean 'mujoco'"),
+        (["--algos", "ppo", "--envs", "CartPole-v1", "--config", "bad.yml"], "bad.yml:3"),
+        (["--algos", "ppo", "--envs", "CartPole-v1", "--hyperparams", "n_stepz=5"], "unknown hyperparameter 'n_stepz'"),
+        (["--algos", "dqn", "--envs", "Pendulum-v1"], "nothing to run: dqn needs a Discrete action space"),
+        (["--algos", "ppo", "--envs", "CartPole-v1", "--tracking-uri", "http://127.0.0.1:1"], "cannot reach tracking URI"),
+        (["--algos", "ppo", "--envs", f"{FAULTY}x:Raising-v0"], "cannot import module"),
+    ],
+)
+def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_template: Path,
+                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    (in_tmp_path / "bad.yml").write_text(BAD_YAML)
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--n-timesteps", "100", "--experiment", "errors", *extra]
+    if "--tracking-uri" not in extra:
+        argv += ["--tracking-uri", uri]
+    start = time.monotonic()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("bench run: error: ") and message in err, err
+    assert time.monotonic() - start < 30
+    assert _runs(uri, "errors", None) == []
+    if "unknown hyperparameter" in message:
+        assert "allowed:" in err and "n_steps" in err
+
+
+def test_dry_run_plan(in_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--algos", "ppo,dqn", "--envs", "Pendulum-v1", "--seed-list", "3,4", "--n-timesteps", "1000",
+                 "--dry-run"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "ppo/Pendulum-v1/s3" in out and "ppo/Pendulum-v1/s4" in out
+    assert "skipped dqn on Pendulum-v1: dqn needs a Discrete action space" in out
+    assert "total budget: 2,000 env steps in 2 jobs to run" in out
+    assert not (in_tmp_path / "mlflow.db").exists()  # a dry run creates nothing
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the job description and the evaluation hooks used by `bench tune`
+# ---------------------------------------------------------------------------------------------------------
+def test_job_ids_are_stable() -> None:
+    from lit_sb3.zoo.jobs import JobSpec, plan_grid
+
+    over = {"n_steps": "64", "policy_kwargs": "dict(net_arch=[32], activation_fn=nn.ReLU)"}
+    a, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=500, overrides=over)
+    b, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=500, overrides=over)
+    c, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=501, overrides=over)
+    assert [j.job_id for j in a] == [j.job_id for j in b]
+    assert len({j.job_id for j in a + c}) == 4
+    back = JobSpec.from_json(a[0].to_json())
+    assert back.job_id == a[0].job_id
+    cfg = back.resolved_config()
+    import torch
+
+    assert cfg.algo_kwargs["policy_kwargs"]["activation_fn"] is torch.nn.ReLU
+    assert callable(cfg.algo_kwargs["learning_rate"])
+
+
+def test_evaluation_hook_stops_run(in_tmp_path: Path, mlflow_template: Path) -> None:
+    from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.runner import run_job
+    from lit_sb3.zoo.tracking import open_tracking
+
+    uri = _store(in_tmp_path, mlflow_template)
+    (job,), _ = plan_grid(["a2c"], ["CartPole-v1"], [0], n_timesteps=4000, eval_freq=100, eval_episodes=1,
+                          overrides={"n_steps": "10", "n_envs": "2"})  # fmt: skip
+    tracking = open_tracking(uri, "hooks")
+    calls: list[tuple[int, float]] = []
+
+    def stop_at_second(step: int, mean_reward: float) -> bool:
+        calls.append((step, mean_reward))
+        return len(calls) < 2
+
+    result = run_job(job, tracking.target, on_evaluation=stop_at_second, stopped_status="KILLED")
+    assert [c[0] for c in calls] == [100, 200]
+    assert result.stopped_early and result.status == "KILLED"
+    assert result.env_steps == 200 and result.score == calls[-1][1]
+    run = _client(uri).get_run(result.run_id)
+    assert run.info.status == "KILLED" and run.data.tags["lit_sb3.stopped_early"] == "true"
+    assert run.data.metrics["final/mean_reward"] == result.score
