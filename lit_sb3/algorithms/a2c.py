@@ -131,7 +131,7 @@ class A2C(OnPolicyAlgorithm):
         self.policy.set_training_mode(True)
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)
-        backward, clip_grad_norm = self._backward_fn(), self._clip_grad_norm_fn()
+        clip_grad_norm = self._clip_grad_norm_fn()
         for rollout_data in self.rollout_buffer.get(batch_size=None):
             actions = rollout_data.actions
             if isinstance(self.action_space, spaces.Discrete):
@@ -149,7 +149,7 @@ class A2C(OnPolicyAlgorithm):
             loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
 
             optimizer.zero_grad(set_to_none=True)
-            backward(loss)
+            self._backward(loss)
             clip_grad_norm()
             optimizer.step()
 

@@ -14,7 +14,7 @@ import random
 import time
 import warnings
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
 import gymnasium as gym
@@ -350,6 +350,51 @@ class BaseAlgorithm(L.LightningModule):
 
     def _on_device_ready(self) -> None:
         """Hook: Lightning has placed the module on its device (buffers can follow)."""
+
+    def on_train_start(self) -> None:
+        self._stop_requested = False
+        self._backward_impl = self._select_backward()
+
+    def _select_backward(self) -> Callable[..., None]:
+        """``loss.backward`` when Lightning's ``manual_backward`` would add nothing, else ``manual_backward``.
+
+        With a single-device strategy, the default 32-bit precision plugin, no profiler, and no callback or
+        module overriding ``backward``/``on_before_backward``/``on_after_backward``, ``manual_backward`` only
+        calls empty hooks around ``loss.backward()`` (tens of us per gradient step). Any other set-up (mixed
+        precision, DDP/FSDP, a profiler, a backward hook) keeps ``manual_backward``. Chosen once per fit.
+        """
+        import lightning.pytorch as pl
+        from lightning.pytorch.callbacks import Callback
+        from lightning.pytorch.plugins.precision import Precision
+        from lightning.pytorch.profilers import PassThroughProfiler
+        from lightning.pytorch.strategies import SingleDeviceStrategy
+
+        trainer = self._trainer
+        if trainer is None or getattr(self, "_fabric", None) is not None:
+            return _plain_backward if trainer is None else self.manual_backward
+        cls, module_cls = type(self), pl.LightningModule
+        plain = (
+            type(trainer.strategy) is SingleDeviceStrategy
+            and type(trainer.strategy.precision_plugin) is Precision
+            and isinstance(trainer.profiler, PassThroughProfiler)
+            and cls.backward is module_cls.backward
+            and cls.on_before_backward is module_cls.on_before_backward
+            and cls.on_after_backward is module_cls.on_after_backward
+            and all(
+                type(cb).on_before_backward is Callback.on_before_backward
+                and type(cb).on_after_backward is Callback.on_after_backward
+                for cb in trainer.callbacks
+            )
+        )
+        return _plain_backward if plain else self.manual_backward
+
+    def _backward(self, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:
+        """Backward of ``loss`` (``inputs``: accumulate gradients into these tensors only)."""
+        impl = getattr(self, "_backward_impl", None) or _plain_backward
+        if inputs is None:
+            impl(loss)
+        else:
+            impl(loss, inputs=inputs)
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self._has_reached_rl_budget() or getattr(self, "_stop_requested", False):
@@ -771,6 +816,10 @@ class BaseAlgorithm(L.LightningModule):
         for name, opt in self._optimizers_to_save().items():
             if name in tensors.get("optimizers", {}):
                 opt.load_state_dict(tensors["optimizers"][name])
+
+
+def _plain_backward(loss: th.Tensor, **kwargs: Any) -> None:
+    loss.backward(**kwargs)
 
 
 def _to_checkpoint_safe(value: Any) -> Any:

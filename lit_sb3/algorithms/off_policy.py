@@ -15,9 +15,9 @@ Architecture:
 Speed choices (see ``benchmarks/bench_off_policy.py``): actions are selected by a lean path (numpy -> tensor
 without copy -> ``policy._predict`` under ``inference_mode`` -> numpy), transitions are stored without the
 per-step ``deepcopy`` unless an episode ended, losses stay tensors until logs are flushed, backward is a plain
-``loss.backward()`` (Lightning's ``manual_backward`` only adds the precision plugin's hooks and the
-``on_before/after_backward`` callback hooks per call; precisions that need loss scaling (``16-mixed``) are
-rejected with a clear error, ``bf16-mixed``/``bf16-true``/``32-true``/``64-true`` work unchanged).
+``loss.backward()`` whenever Lightning's ``manual_backward`` would only add empty hooks (see
+:meth:`BaseAlgorithm._select_backward`); precisions that need loss scaling (``16-mixed``) are rejected with a
+clear error, ``bf16-mixed``/``bf16-true``/``32-true``/``64-true`` work.
 """
 
 from __future__ import annotations
@@ -325,7 +325,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         raise NotImplementedError(f"{self.__class__.__name__} must implement `configure_optimizers`.")
 
     def on_train_start(self) -> None:
-        self._stop_requested = False
+        super().on_train_start()
         plugin = getattr(self.trainer, "precision_plugin", None)
         if getattr(plugin, "scaler", None) is not None:
             raise ValueError(
@@ -375,10 +375,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if isinstance(gradient_steps, bool):
             return super().train(gradient_steps)
         raise NotImplementedError(f"{self.__class__.__name__} must implement `train(gradient_steps, batch_size)`.")
-
-    def _backward(self, loss: th.Tensor, inputs: list[th.Tensor] | None = None) -> None:
-        """``loss.backward()`` (``inputs``: accumulate gradients into these tensors only, skipping the others)."""
-        loss.backward(inputs=inputs)
 
     # ------------------------------------------------------------------
     # Data collection

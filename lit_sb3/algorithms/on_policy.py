@@ -28,10 +28,6 @@ __all__ = ["OnPolicyAlgorithm"]
 _set_attr = object.__setattr__  # plain attributes set per env step: skips nn.Module.__setattr__'s checks (~2 us)
 
 
-def _plain_backward(loss: th.Tensor) -> None:
-    loss.backward()
-
-
 def obs_as_tensor(obs: np.ndarray | dict[str, np.ndarray], device: th.device) -> th.Tensor | dict[str, th.Tensor]:
     """Numpy observation(s) to tensor(s) on ``device`` without an extra copy on CPU."""
     if isinstance(obs, dict):
@@ -247,48 +243,9 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             if collected >= self.min_env_steps_per_training_step or self._has_reached_rl_budget():
                 return None
 
-    def on_train_start(self) -> None:
-        self._stop_requested = False
-
     def train(self, mode: bool | None = None) -> Any:
         """The algorithm's update from the filled rollout buffer (``train(bool)`` is ``nn.Module.train``)."""
         raise NotImplementedError
-
-    def _backward_fn(self) -> Callable[[th.Tensor], None]:
-        """The backward to use in :meth:`train`: ``loss.backward`` when ``manual_backward`` would add nothing.
-
-        With a single-device strategy, the default 32-bit precision plugin, no profiler, and no callback or
-        module overriding ``backward``/``on_before_backward``/``on_after_backward``, Lightning's
-        ``manual_backward`` only calls empty hooks around ``loss.backward()`` (tens of us per gradient step).
-        Any other set-up (mixed precision, DDP/FSDP, a profiler, a backward hook, Fabric) keeps ``manual_backward``.
-        Without a Trainer (the module driven by a plain loop) it is ``loss.backward``.
-        """
-        import lightning.pytorch as pl
-        from lightning.pytorch.callbacks import Callback
-        from lightning.pytorch.plugins.precision import Precision
-        from lightning.pytorch.profilers import PassThroughProfiler
-        from lightning.pytorch.strategies import SingleDeviceStrategy
-
-        if getattr(self, "_fabric", None) is not None:
-            return self.manual_backward
-        trainer = self._trainer
-        if trainer is None:
-            return _plain_backward
-        cls, module_cls = type(self), pl.LightningModule
-        plain = (
-            type(trainer.strategy) is SingleDeviceStrategy
-            and type(trainer.strategy.precision_plugin) is Precision
-            and isinstance(trainer.profiler, PassThroughProfiler)
-            and cls.backward is module_cls.backward
-            and cls.on_before_backward is module_cls.on_before_backward
-            and cls.on_after_backward is module_cls.on_after_backward
-            and all(
-                type(cb).on_before_backward is Callback.on_before_backward
-                and type(cb).on_after_backward is Callback.on_after_backward
-                for cb in trainer.callbacks
-            )
-        )
-        return _plain_backward if plain else self.manual_backward
 
     def _clip_grad_norm_fn(self) -> Callable[[], Any]:
         """Gradient-norm clipping of the policy's parameters (``max_grad_norm``), as SB3.

@@ -154,7 +154,7 @@ class PPO(OnPolicyAlgorithm):
         self.policy.set_training_mode(True)
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)
-        backward, clip_grad_norm = self._backward_fn(), self._clip_grad_norm_fn()
+        clip_grad_norm = self._clip_grad_norm_fn()
         clip_range = self.clip_range_schedule(self._current_progress_remaining)
         clip_range_vf = None if self.clip_range_vf_schedule is None else self.clip_range_vf_schedule(self._current_progress_remaining)
 
@@ -208,7 +208,7 @@ class PPO(OnPolicyAlgorithm):
                     break
 
                 optimizer.zero_grad(set_to_none=True)
-                backward(loss)
+                self._backward(loss)
                 clip_grad_norm()
                 optimizer.step()
 
