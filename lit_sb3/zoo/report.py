@@ -53,7 +53,8 @@ class Block:
 def _fmt(x: float, digits: int = 3) -> str:
     if x is None or (isinstance(x, float) and np.isnan(x)):
         return "—"
-    return f"{x:.{digits}g}" if abs(x) >= 1000 else f"{x:.{digits}f}"
+    # returns such as -1398.97 read better than -1.4e+03; keep 3 decimals below 1000, 1 above
+    return f"{x:.1f}" if abs(x) >= 1000 else f"{x:.{digits}f}"
 
 
 def _ci(iv: stats.Interval) -> str:
