@@ -18,5 +18,11 @@ if ! python -c "import torch" >/dev/null 2>&1; then
     pip install -q ${LIT_SB3_TORCH_INDEX:+--index-url "$LIT_SB3_TORCH_INDEX"} "${LIT_SB3_TORCH_SPEC:-torch==2.13.0}"
   fi
 fi
+# PostgreSQL server binaries for tests/test_distributed.py (it starts a throw-away server): installed from Debian's
+# packages when running as root with apt-get and no /usr/lib/postgresql/*/bin/initdb (a fresh CI machine).
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+fi
 # torch is already satisfied above, so this never pulls a second (CUDA) build
 pip install -q -e ".[${LIT_SB3_EXTRAS:-dev}]"

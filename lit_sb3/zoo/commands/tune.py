@@ -40,6 +40,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--storage", help="journal file path (default ./optuna/<study>.journal) or RDB URL")
     p.add_argument("--study-name", help="study name (default <algo>-<env>)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes sharing the study")
+    p.add_argument("--launcher", choices=("local", "ray"), default="local",
+                   help="local: spawned processes (default); ray: Ray tasks (with --ray-address, on a cluster)")  # fmt: skip
+    p.add_argument("--ray-address", metavar="auto|HOST:PORT", help="--launcher ray: the cluster (default: local Ray)")
+    p.add_argument("--cpus-per-job", type=float, default=1.0, help="--launcher ray: CPUs of a worker (default 1)")
+    p.add_argument("--gpus-per-job", type=float, default=0.0, help="--launcher ray: GPUs of a worker (default 0)")
+    p.add_argument("--heartbeat-interval", type=int, default=30,
+                   help="--launcher ray, RDB storage: Optuna heartbeat seconds; a trial silent for 3x is re-run")  # fmt: skip
+    p.add_argument("--trial-retries", type=int, default=2, help="--launcher ray: times a lost worker's trial is re-run")
     p.add_argument("--timeout", type=float, help="stop starting trials after this many seconds (per worker)")
     p.add_argument("--search-space", metavar="FILE", help="YAML file overriding/extending the built-in search space")
     p.add_argument("--seed", type=int, help="sampler seed (worker w uses seed + w)")
@@ -177,6 +185,10 @@ def run(args: argparse.Namespace) -> int:
 
     study_name = args.study_name or default_study_name(algo, env_id)
     storage = storage_spec(args.storage, study_name)
+    if args.launcher == "ray":
+        from lit_sb3.zoo.tuning.ray_workers import check_ray_tuning
+
+        check_ray_tuning(storage, args.ray_address)
     opened = open_storage(storage)
     tracking = open_tracking(args.tracking_uri or DEFAULT_TRACKING_URI, args.experiment or f"tune-{study_name}")
     settings = TuneSettings(
@@ -217,7 +229,14 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     status = "FINISHED"
     try:
-        code = run_workers(settings, args.jobs)
+        if args.launcher == "ray":
+            from lit_sb3.zoo.tuning.ray_workers import run_ray_workers
+
+            code = run_ray_workers(settings, args.jobs, address=args.ray_address, cpus_per_job=args.cpus_per_job,
+                                   gpus_per_job=args.gpus_per_job, heartbeat_interval=args.heartbeat_interval,
+                                   trial_retries=args.trial_retries)  # fmt: skip
+        else:
+            code = run_workers(settings, args.jobs)
     except BaseException:
         status = "KILLED"
         client.set_terminated(parent_id, status)

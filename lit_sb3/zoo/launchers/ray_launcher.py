@@ -11,8 +11,9 @@ Same job ids, tracking, evaluation, resume and failure semantics as the local la
 - a retried attempt finds that an earlier attempt already claimed the run (tag ``lit_sb3.attempt``): it marks
   every still-RUNNING run of the job under the same grid run KILLED ("Ray worker lost") and logs to a new run,
   so the job ends with exactly one FINISHED run and the report, which reads FINISHED runs only, sees it once;
-- ``--timeout`` is enforced with ``ray.cancel(force=True)`` (the worker process is killed) and the job recorded
-  FAILED ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
+- ``--timeout`` counts from the moment a worker starts the job (a job waiting for resources is not timed out)
+  and is enforced with ``ray.cancel(force=True)`` (the worker process is killed); the job is recorded FAILED
+  ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
 - progress snapshots travel through a :class:`ray.util.queue.Queue` (an actor holding no CPU);
 - workers need no shared disk: they log metrics and upload artifacts through the tracking URI (an ``http://``
   ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine).
@@ -211,6 +212,7 @@ class RayLauncher(Launcher):
         self._runbook: RunBook | None = None
         self._target: TrackingTarget | None = None
         self._queue: Any = None
+        self._queue_ok = True
         self.init_seconds = math.nan
 
     # -- connection ----------------------------------------------------------------------------------------
@@ -279,7 +281,8 @@ class RayLauncher(Launcher):
         while True:
             try:
                 items = self._queue.get_nowait_batch(self._queue.qsize())
-            except Exception:  # noqa: BLE001 - progress is best effort
+            except Exception:  # noqa: BLE001 - progress is best effort; timeouts then count from submission
+                self._queue_ok = False
                 return
             if not items:
                 return
@@ -301,8 +304,8 @@ class RayLauncher(Launcher):
             if job.ref in done:
                 yield self._finish(job)
             elif self.timeout is not None and job.cancelled is None:
-                since = job.started if job.started is not None else job.submitted
-                if time.monotonic() - since > self.timeout:
+                since = job.started if job.started is not None or self._queue_ok else job.submitted
+                if since is not None and time.monotonic() - since > self.timeout:
                     job.cancelled = f"timeout after {self.timeout:g} s"
                     with contextlib.suppress(Exception):
                         ray.cancel(job.ref, force=True)
@@ -311,7 +314,7 @@ class RayLauncher(Launcher):
         import ray
 
         self._running.pop(job.spec.job_id, None)
-        wall = time.monotonic() - job.submitted
+        wall = time.monotonic() - (job.started or job.submitted)
         try:
             result = result_from_dict(ray.get(job.ref))
             if job.cancelled is None:

@@ -1,0 +1,218 @@
+"""``bench tune --launcher ray``: the study's trial workers as Ray tasks sharing one storage.
+
+Each of the ``--jobs`` workers is a Ray task (``num_cpus``/``num_gpus`` per worker, ``max_retries`` for a lost
+worker or node, ``retry_exceptions=False``) that runs trials of the study until it holds ``n_trials`` finished
+(COMPLETE + PRUNED) trials. On a cluster the storage must be an RDB every node reaches (PostgreSQL); it is
+opened with Optuna's heartbeat::
+
+    RDBStorage(url, heartbeat_interval=h, grace_period=3 h,
+               heartbeat_stale_trial_callback=RetryFailedTrialCallback(max_retry=--trial-retries))
+
+(``failed_trial_callback`` before Optuna 4.9)
+so the trial of a worker that died stops beating, is marked FAIL by the next worker that looks
+(``optuna.storages.fail_stale_trials``) and re-enqueued with the same parameters (a new trial number: numbers
+never repeat); its MLflow runs are marked KILLED (tag ``lit_sb3.trial_state=lost``).
+
+A worker starts a new trial only while finished + running + waiting trials are fewer than ``n_trials`` (so the
+study does not run over, except when two workers decide in the same instant), runs a waiting (retried) trial
+first, and otherwise polls until the others' trials end or go stale: a lost trial is never left RUNNING while a
+worker is alive. A journal file works with a local Ray instance (one machine; no heartbeat there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import logging
+import time
+import warnings
+from typing import Any
+
+from lit_sb3.zoo.errors import BenchError
+from lit_sb3.zoo.tuning.objective import TuneSettings
+
+__all__ = ["open_heartbeat_storage", "ray_tune_worker", "run_ray_workers", "check_ray_tuning", "LostTrialCallback"]
+
+DEFAULT_HEARTBEAT_S = 30
+DEFAULT_TRIAL_RETRIES = 2
+DEFAULT_MAX_RETRIES = 3
+
+
+class LostTrialCallback:
+    """Optuna ``failed_trial_callback``: end the MLflow runs of a trial whose worker was lost (KILLED), then let
+    ``RetryFailedTrialCallback`` re-enqueue it.
+
+    Args:
+        tracking_uri: the MLflow tracking URI.
+        max_retry: times one trial is re-run.
+    """
+
+    def __init__(self, tracking_uri: str, max_retry: int) -> None:
+        from optuna.storages import RetryFailedTrialCallback
+
+        self.tracking_uri = tracking_uri
+        self.retry = RetryFailedTrialCallback(max_retry=max_retry)
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        """End the trial's runs, re-enqueue it.
+
+        Args:
+            study: the study.
+            trial: the stale trial (already FAIL).
+        """
+        run_id = trial.user_attrs.get("mlflow_run_id")
+        if run_id:
+            with contextlib.suppress(Exception):
+                from mlflow import MlflowClient
+
+                from lit_sb3.zoo.tracking import FAILURE_TAG
+
+                client = MlflowClient(tracking_uri=self.tracking_uri)
+                run = client.get_run(run_id)
+                flt = f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
+                for child in client.search_runs([run.info.experiment_id], filter_string=flt):
+                    client.set_terminated(child.info.run_id, "KILLED")
+                if run.info.status == "RUNNING":
+                    client.set_tag(run_id, "lit_sb3.trial_state", "lost")
+                    client.set_tag(run_id, FAILURE_TAG, "killed: its worker was lost (no heartbeat); trial re-enqueued")
+                    client.set_terminated(run_id, "KILLED")
+        self.retry(study, trial)
+
+
+def open_heartbeat_storage(spec: str, tracking_uri: str, heartbeat_interval: int, trial_retries: int) -> Any:
+    """The study's storage: an RDB URL with heartbeat and retry of lost trials; a journal file as it is.
+
+    Args:
+        spec: storage spec (:func:`~lit_sb3.zoo.tuning.study.storage_spec`).
+        tracking_uri: MLflow URI (to end a lost trial's runs).
+        heartbeat_interval: seconds between heartbeats (grace period: 3x).
+        trial_retries: times a lost trial is re-run.
+    """
+    import optuna
+
+    from lit_sb3.zoo.tuning.study import is_journal, open_storage
+
+    if is_journal(spec):
+        return open_storage(spec)
+    engine_kwargs: dict[str, Any] = {}
+    if spec.startswith(("postgresql", "postgres", "mysql")):
+        engine_kwargs["connect_args"] = {"connect_timeout": 10}
+    # Optuna 4.9 renamed failed_trial_callback to heartbeat_stale_trial_callback (the old name warns, 6.0 drops it)
+    params = inspect.signature(optuna.storages.RDBStorage.__init__).parameters
+    key = "heartbeat_stale_trial_callback" if "heartbeat_stale_trial_callback" in params else "failed_trial_callback"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(
+                spec, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                grace_period=3 * heartbeat_interval, **{key: LostTrialCallback(tracking_uri, trial_retries)},
+            )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the URL is the user's
+        text = " ".join(str(exc).split())[:300]
+        raise BenchError(f"cannot open storage {spec!r}: {type(exc).__name__}: {text}") from exc
+
+
+def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int = DEFAULT_HEARTBEAT_S,
+                    trial_retries: int = DEFAULT_TRIAL_RETRIES) -> int:  # fmt: skip
+    """Body of one Ray tuning worker: run trials until the study holds ``n_trials`` finished ones.
+
+    Args:
+        settings: the study settings.
+        worker: worker index (sampler seed ``seed + worker``).
+        heartbeat_interval: Optuna heartbeat (seconds).
+        trial_retries: times a lost trial is re-run.
+    """
+    import optuna
+    from optuna.trial import TrialState
+
+    from lit_sb3.zoo.tracking import _quiet_mlflow
+    from lit_sb3.zoo.tuning.objective import Objective, TrialFailed
+    from lit_sb3.zoo.tuning.study import _print_trial, load_or_create_study
+
+    _quiet_mlflow()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    storage = open_heartbeat_storage(settings.storage, settings.tracking.uri, heartbeat_interval, trial_retries)
+    study = load_or_create_study(settings, storage=storage, worker=worker)
+    objective = Objective(settings)
+    deadline = time.monotonic() + settings.timeout if settings.timeout else None
+    poll_s = float(min(5, max(1, heartbeat_interval)))
+    failed_in_a_row, cap = 0, max(3, settings.n_trials)
+    while deadline is None or time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            optuna.storages.fail_stale_trials(study)
+        trials = study.get_trials(deepcopy=False)
+        count = {s: sum(t.state == s for t in trials) for s in TrialState}
+        finished = count[TrialState.COMPLETE] + count[TrialState.PRUNED]
+        if finished >= settings.n_trials:
+            break
+        if count[TrialState.WAITING] == 0 and finished + count[TrialState.RUNNING] >= settings.n_trials:
+            time.sleep(poll_s)  # the others' trials cover the rest: wait until they end or go stale
+            continue
+        before = {t.number for t in trials}
+        study.optimize(objective, n_trials=1, catch=(TrialFailed,), callbacks=[_print_trial], gc_after_trial=True)
+        mine = [t for t in study.get_trials(deepcopy=False) if t.number not in before and t.state.is_finished()]
+        failed_in_a_row = failed_in_a_row + 1 if any(t.state == TrialState.FAIL for t in mine) else 0
+        if failed_in_a_row >= cap:
+            logging.getLogger(__name__).warning("worker %d stopping: %d trials failed in a row", worker, failed_in_a_row)
+            return 1
+    return 0
+
+
+def check_ray_tuning(storage: str, address: str | None) -> None:
+    """Fail early (one line) when Ray is missing or a cluster is given a journal file.
+
+    Args:
+        storage: storage spec.
+        address: ``--ray-address``.
+    """
+    from lit_sb3.zoo.launchers.ray_launcher import import_ray
+    from lit_sb3.zoo.tuning.study import is_journal
+
+    import_ray()
+    if address and is_journal(storage):
+        raise BenchError(f"--launcher ray --ray-address {address}: the workers run on other machines and cannot share "
+                         f"the journal file {storage}; give --storage postgresql://... (an RDB every node reaches)")  # fmt: skip
+
+
+def run_ray_workers(settings: TuneSettings, jobs: int, *, address: str | None = None, cpus_per_job: float = 1.0,
+                    gpus_per_job: float = 0.0, heartbeat_interval: int = DEFAULT_HEARTBEAT_S,
+                    trial_retries: int = DEFAULT_TRIAL_RETRIES, max_retries: int = DEFAULT_MAX_RETRIES) -> int:  # fmt: skip
+    """Run the study with ``jobs`` Ray tasks; returns 0 when every worker ended well, else 1.
+
+    Args:
+        settings: the study settings.
+        jobs: number of workers.
+        address: Ray cluster (None: a local Ray instance with ``jobs * cpus_per_job`` CPUs).
+        cpus_per_job: Ray ``num_cpus`` of a worker.
+        gpus_per_job: Ray ``num_gpus`` of a worker.
+        heartbeat_interval: Optuna heartbeat (seconds).
+        trial_retries: times a lost trial is re-run.
+        max_retries: times Ray re-runs a lost worker.
+    """
+    import math
+
+    from lit_sb3.zoo.launchers.ray_launcher import connect_ray, import_ray
+
+    check_ray_tuning(settings.storage, address)
+    ray = import_ray()
+    owns = connect_ray(address, num_cpus=None if address else max(1, math.ceil(jobs * cpus_per_job)), log_to_driver=True)
+    remote = ray.remote(ray_tune_worker).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=max_retries,
+                                                 retry_exceptions=False)  # fmt: skip
+    refs = [remote.remote(settings, w, heartbeat_interval, trial_retries) for w in range(jobs)]
+    try:
+        codes = []
+        for ref in refs:
+            try:
+                codes.append(int(ray.get(ref)))
+            except ray.exceptions.RayError as exc:
+                print(f"tuning worker failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", flush=True)
+                codes.append(1)
+        return 0 if all(c == 0 for c in codes) else 1
+    except BaseException:
+        for ref in refs:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref, force=True)
+        raise
+    finally:
+        if owns:
+            ray.shutdown()
