@@ -30,31 +30,15 @@ DATA = Path(__file__).parent / "data" / "rl_zoo"
 REPO = Path(__file__).resolve().parent.parent
 
 
-def _has_module(module: str) -> bool:
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        return False
-    return True
-
-
 def _algo_class(algo: str) -> type:
-    """The registered lit_sb3 class, or SB3's (same constructor minus ``env``) while ours is not written yet."""
+    """The registered lit_sb3 algorithm class."""
     module, _, attr = registry.ALGOS[algo].partition(":")
-    if _has_module(module):
-        return getattr(importlib.import_module(module), attr)
-    import stable_baselines3
-
-    return getattr(stable_baselines3, attr)
+    return getattr(importlib.import_module(module), attr)
 
 
 @pytest.fixture
-def algo_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point registry entries whose lit_sb3 module does not exist yet at SB3's class (for CLI tests)."""
-    for algo, target in list(registry.ALGOS.items()):
-        module, _, attr = target.partition(":")
-        if not _has_module(module):
-            monkeypatch.setitem(registry.ALGOS, algo, f"stable_baselines3:{attr}")
+def algo_registry() -> None:
+    """The CLI tests use the real registry (kept as a fixture so they state the dependency)."""
 
 
 def _resolve(algo: str, env_id: str, **kwargs):
@@ -316,7 +300,6 @@ def test_registry_pairs_and_env_ids() -> None:
     assert "policy" in names and "learning_rate" in names and "env" not in names and "self" not in names
 
 
-@pytest.mark.skipif(not _has_module("lit_sb3.algorithms.ppo"), reason="lit_sb3.algorithms.ppo not written yet")
 def test_registry_real_classes() -> None:
     names = registry.algo_arg_names("ppo")
     assert {"policy", "learning_rate", "n_steps", "clip_range"} <= names and "env" not in names
