@@ -177,7 +177,7 @@ def _marked_processes(marker: str) -> list[int]:
 def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path) -> None:
     uri = _store(in_tmp_path, mlflow_template)
     argv = ["run", "--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "3", "--jobs", "1", "--tracking-uri", uri,
-            "--experiment", "killed", "--n-timesteps", "1500", "--eval-freq", "500", "--eval-episodes", "2",
+            "--experiment", "killed", "--n-timesteps", "6000", "--eval-freq", "1000", "--eval-episodes", "2",
             "--hyperparams", "n_steps=8"]  # fmt: skip
     marker = f"BENCH_TEST_MARKER={uuid.uuid4().hex}"
     env = {**os.environ, marker.split("=")[0]: marker.split("=")[1], "PYTHONPATH": str(ROOT)}
@@ -186,8 +186,12 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path) -> None:
     try:
         deadline = time.monotonic() + 150
         while True:
-            statuses = [r.info.status for r in _runs(uri, "killed")]
-            if statuses.count("FINISHED") >= 1 and statuses.count("RUNNING") >= 1:
+            runs = _runs(uri, "killed")
+            statuses = [r.info.status for r in runs]
+            # kill while a job is mid-way (it has evaluated once, 5 evaluations remain), not as it finishes
+            if statuses.count("FINISHED") >= 1 and any(
+                r.info.status == "RUNNING" and "eval/mean_reward" in r.data.metrics for r in runs
+            ):
                 break
             assert proc.poll() is None, "bench run ended before it could be killed"
             assert time.monotonic() < deadline, f"no finished + running job in time: {statuses}"
