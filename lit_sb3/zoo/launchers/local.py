@@ -109,7 +109,12 @@ def _worker_main(spec_json: str, target: TrackingTarget, run_id: str, conn: Conn
     spec = JobSpec.from_json(spec_json)
 
     def progress(p: JobProgress) -> None:
-        conn.send(("progress", asdict(p)))
+        try:
+            conn.send(("progress", asdict(p)))
+        except (BrokenPipeError, EOFError, ConnectionResetError):
+            # the parent `bench run` is gone: die with it and leave the run RUNNING, so that the next
+            # `bench run` marks it KILLED and runs the job again (recording it FAILED here would blame the job)
+            os.kill(os.getpid(), signal.SIGKILL)
 
     try:
         result = run_job(spec, target, run_id=run_id, progress=progress)
