@@ -120,10 +120,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     automatic_optimization = False
     # plain attributes written after every env step: stored without nn.Module.__setattr__'s bookkeeping
     # (~2-3 us per assignment, several per step); they are never parameters, buffers or modules
-    _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = frozenset(
-        {"num_timesteps", "_n_calls", "exploration_rate", "_last_obs", "_last_original_obs", "_last_episode_starts",
-         "_current_progress_remaining", "_episode_num", "_n_updates"}
-    )
+    _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = BaseAlgorithm._PLAIN_HOT_ATTRIBUTES | {"_n_calls", "exploration_rate"}
     # one training_step runs collect/update cycles until at least this many env steps were collected
     min_env_steps_per_training_step: ClassVar[int] = 32
 
@@ -207,12 +204,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._stop_requested = False
         self._lean_obs = False
         self._mode_matters = True
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in self._PLAIN_HOT_ATTRIBUTES:
-            object.__setattr__(self, name, value)
-        else:
-            super().__setattr__(name, value)
 
     # ------------------------------------------------------------------
     # Model setup

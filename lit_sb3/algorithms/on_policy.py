@@ -25,7 +25,6 @@ from lit_sb3.vec_env import VecEnv
 
 __all__ = ["OnPolicyAlgorithm"]
 
-_set_attr = object.__setattr__  # plain attributes set per env step: skips nn.Module.__setattr__'s checks (~2 us)
 
 
 def obs_as_tensor(obs: np.ndarray | dict[str, np.ndarray], device: th.device) -> th.Tensor | dict[str, th.Tensor]:
@@ -184,7 +183,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 else:
                     clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
-            _set_attr(self, "num_timesteps", self.num_timesteps + env.num_envs)
+            self.num_timesteps += env.num_envs
             callback.update_locals(locals())
             if not callback.on_step():
                 return False
@@ -200,8 +199,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                         terminal_value = self.policy.predict_values(terminal_obs)[0]
                     rewards[idx] += self.gamma * float(terminal_value)
             rollout_buffer.add(self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs)
-            _set_attr(self, "_last_obs", new_obs)
-            _set_attr(self, "_last_episode_starts", dones)
+            self._last_obs = new_obs
+            self._last_episode_starts = dones
         with th.no_grad():
             values = self.policy.predict_values(obs_as_tensor(new_obs, device))
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
