@@ -185,7 +185,8 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path) -> None:
             "--experiment", "killed", "--n-timesteps", "10000", "--eval-freq", "1000", "--eval-episodes", "2",
             "--hyperparams", "n_steps=8"]  # fmt: skip
     marker = f"BENCH_TEST_MARKER={uuid.uuid4().hex}"
-    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1], "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1], "PYTHONPATH": str(ROOT),
+           "LIT_SB3_METRICS_FLUSH_SECONDS": "0"}  # the evaluation curve is watched live below
     proc = subprocess.Popen([sys.executable, "-m", "lit_sb3.zoo.cli", *argv], cwd=in_tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
@@ -242,10 +243,17 @@ BAD_YAML = "CartPole-v1:\n  n_steps: 64\n   gamma: 0.9\n"
         (["--algos", "dqn", "--envs", "Pendulum-v1"], "nothing to run: dqn needs a Discrete action space"),
         (["--algos", "ppo", "--envs", "CartPole-v1", "--tracking-uri", "http://127.0.0.1:1"], "cannot reach tracking URI"),
         (["--algos", "ppo", "--envs", f"{FAULTY}x:Raising-v0"], "cannot import module"),
+        (["--algos", "ppo", "--envs", "CartPole-v1", "--log-interval", "0"], "--log-interval must be >= 1, got 0"),
+        (["--algos", "ppo", "--envs", "CartPole-v1", "--env-var", "LIT_SB3_METRICS_FLUSH_SECONDS=soon"],
+         "LIT_SB3_METRICS_FLUSH_SECONDS must be a number of seconds >= 0, got 'soon'"),
     ],
 )
 def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_template: Path,
-                capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+                capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    if "--env-var" in extra:  # not a bench option: an environment variable of this case
+        i = extra.index("--env-var")
+        monkeypatch.setenv(*extra[i + 1].split("=", 1))
+        extra = extra[:i] + extra[i + 2 :]
     (in_tmp_path / "bad.yml").write_text(BAD_YAML)
     uri = _store(in_tmp_path, mlflow_template)
     argv = ["run", "--n-timesteps", "100", "--experiment", "errors", *extra]
@@ -293,6 +301,23 @@ def test_job_ids_are_stable() -> None:
     assert callable(cfg.algo_kwargs["learning_rate"])
 
 
+def test_log_interval_default_and_override() -> None:
+    """On-policy jobs dump every ~1,024 env steps unless --log-interval says otherwise; off-policy keep SB3's."""
+    from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.runner import build_env, build_model, log_interval
+
+    (auto,), _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=1000)  # zoo: n_envs 8, n_steps 32
+    (every,), _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=1000, log_interval=1)
+    (sac,), _ = plan_grid(["sac"], ["Pendulum-v1"], [0], n_timesteps=1000)
+    assert auto.job_id == every.job_id  # what is logged does not change the job
+    for spec, expected in ((auto, 4), (every, 1), (sac, None)):
+        env = build_env(spec)
+        try:
+            assert log_interval(spec, build_model(spec, env.action_space), env.num_envs) == expected
+        finally:
+            env.close()
+
+
 def test_evaluation_hook_stops_run(in_tmp_path: Path, mlflow_template: Path) -> None:
     from lit_sb3.zoo.jobs import plan_grid
     from lit_sb3.zoo.runner import run_job
@@ -315,3 +340,27 @@ def test_evaluation_hook_stops_run(in_tmp_path: Path, mlflow_template: Path) -> 
     run = _client(uri).get_run(result.run_id)
     assert run.info.status == "KILLED" and run.data.tags["lit_sb3.stopped_early"] == "true"
     assert run.data.metrics["final/mean_reward"] == result.score
+    assert [m.step for m in _client(uri).get_metric_history(result.run_id, "eval/mean_reward")] == [100, 200]
+
+
+@pytest.mark.parametrize("flush_seconds", [0.0, 3600.0])
+def test_job_logger_batches_metrics_without_losing_any(flush_seconds: float, in_tmp_path: Path,
+                                                       mlflow_template: Path) -> None:  # fmt: skip
+    """Metrics are held back until ``flush_seconds`` passed or training ends (also on failure), then all land."""
+    from lit_sb3.zoo.runner import _job_mlflow_logger
+    from lit_sb3.zoo.tracking import open_tracking
+
+    uri = _store(in_tmp_path, mlflow_template)
+    tracking = open_tracking(uri, "batching")
+    client = _client(uri)
+    run_id = client.create_run(tracking.target.experiment_id).info.run_id
+    logger = _job_mlflow_logger(tracking.target, run_id, flush_seconds=flush_seconds)
+    for step in range(600):  # 1,200 metrics: more than one log_batch of MLflow's 1,000
+        logger.log_metrics({"train/loss": step / 10, "rollout/ep_rew_mean": float(step)}, step=step * 64)
+    held = client.get_metric_history(run_id, "train/loss")
+    assert len(held) == (600 if flush_seconds == 0 else 0)
+    logger.finalize("failed")  # what Lightning calls when training raises
+    history = client.get_metric_history(run_id, "train/loss")
+    assert [(m.step, m.value) for m in history] == [(step * 64, step / 10) for step in range(600)]
+    assert len(client.get_metric_history(run_id, "rollout/ep_rew_mean")) == 600
+    assert client.get_run(run_id).info.status == "RUNNING"  # the job, not the logger, ends the run

@@ -137,6 +137,9 @@ class JobSpec:
         torch_threads: ``torch.set_num_threads`` in the worker.
         params: the resolved hyperparameters in display form (``ResolvedConfig.to_jsonable()``), for MLflow.
         config_hash: ``ResolvedConfig.config_hash()``.
+        log_interval: SB3's ``log_interval`` (iterations on-policy, episodes off-policy) between two dumps of
+            the logged scalars; None: :func:`lit_sb3.zoo.runner.log_interval` picks it. Not part of the job id:
+            it changes what is recorded, not the training.
     """
 
     algo: str
@@ -150,6 +153,7 @@ class JobSpec:
     torch_threads: int = 1
     params: dict[str, Any] = field(default_factory=dict, compare=False)
     config_hash: str = field(default="", compare=False)
+    log_interval: int | None = field(default=None, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """The fields the job id is computed from."""
@@ -235,6 +239,7 @@ def plan_grid(
     *,
     torch_threads: int = 1,
     default_budgets: Mapping[str, int] | None = None,
+    log_interval: int | None = None,
 ) -> tuple[list[JobSpec], list[SkippedPair]]:
     """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
 
@@ -254,6 +259,7 @@ def plan_grid(
         device: device of every job.
         torch_threads: torch threads per job.
         default_budgets: per-env budgets from the suites.
+        log_interval: ``--log-interval`` of every job (None: chosen per job by the runner).
     """
     from lit_sb3.zoo.config import resolve
     from lit_sb3.zoo.registry import check_pair
@@ -269,6 +275,8 @@ def plan_grid(
         raise BenchError(f"--eval-episodes must be >= 1, got {eval_episodes}")
     if torch_threads < 1:
         raise BenchError(f"--torch-threads must be >= 1, got {torch_threads}")
+    if log_interval is not None and log_interval < 1:
+        raise BenchError(f"--log-interval must be >= 1, got {log_interval}")
     budgets = dict(default_budgets or {})
     jobs: list[JobSpec] = []
     skipped: list[SkippedPair] = []
@@ -299,6 +307,7 @@ def plan_grid(
                         torch_threads=int(torch_threads),
                         params=params,
                         config_hash=cfg.config_hash(),
+                        log_interval=log_interval,
                     )
                 )
     return jobs, skipped

@@ -3,7 +3,8 @@
 :func:`run_job` builds the train env and a separate eval env (same wrappers; VecNormalize statistics synced
 before each evaluation, rewards not normalised), the model from the algo class and the resolved
 hyperparameters, and trains it with :class:`~lit_sb3.RLTrainer` whose loggers are Lightning's
-``MLFlowLogger`` attached to the job's child run (one ``log_batch`` per log interval) and a divergence guard.
+``MLFlowLogger`` attached to the job's child run (metrics sent in one ``log_batch`` every
+:data:`METRICS_FLUSH_SECONDS` and at the end of training) and a divergence guard.
 
 At the first env step at or past each multiple of ``eval_freq`` (total env steps over all sub-envs)
 ``eval_episodes`` deterministic episodes are run and ``eval/mean_reward``/``eval/std_reward`` logged at ``step = env steps``.
@@ -38,6 +39,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import tempfile
 import time
 import traceback
@@ -46,6 +48,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.jobs import JobSpec
 from lit_sb3.zoo.tracking import FAILURE_TAG, TrackingTarget
 
@@ -54,6 +57,7 @@ __all__ = [
     "EvaluationHook",
     "JobProgress",
     "JobResult",
+    "log_interval",
     "run_job",
     "build_env",
     "build_model",
@@ -147,20 +151,106 @@ class JobResult:
 # ---------------------------------------------------------------------------------------------------------
 # loggers and callbacks
 # ---------------------------------------------------------------------------------------------------------
-def _job_mlflow_logger(target: TrackingTarget, run_id: str) -> Any:
-    """Lightning's MLFlowLogger attached to the job run; it neither ends the run (we do, after the final
-    evaluation and the artifacts) nor clashes with our params (the model's arguments go under ``model.``)."""
+METRICS_FLUSH_SECONDS = 15.0
+"""Default wall seconds between two ``log_batch`` calls of a job's metrics (one sqlite transaction costs
+~20 ms plus ~0.18 ms per metric); the environment variable ``LIT_SB3_METRICS_FLUSH_SECONDS`` overrides it
+(e.g. ``1`` to watch curves grow live in ``mlflow ui``)."""
+
+
+def metrics_flush_seconds() -> float:
+    """``LIT_SB3_METRICS_FLUSH_SECONDS`` if set (a number >= 0), else :data:`METRICS_FLUSH_SECONDS`."""
+    text = os.environ.get("LIT_SB3_METRICS_FLUSH_SECONDS", "").strip()
+    if not text:
+        return METRICS_FLUSH_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise BenchError(f"LIT_SB3_METRICS_FLUSH_SECONDS must be a number of seconds >= 0, got {text!r}")
+    return value
+
+
+def _job_mlflow_logger(target: TrackingTarget, run_id: str, flush_seconds: float | None = None) -> Any:
+    """Lightning's MLFlowLogger attached to the job run, batching metrics over time.
+
+    Lightning's ``MLFlowLogger.log_metrics`` makes one ``log_batch`` (one tracking-store transaction) per log
+    interval: ~0.1 s on sqlite, i.e. 6-17 % of a PPO CartPole job that dumps every 256 env steps. This logger
+    keeps every metric with its step and timestamp and sends them in ``log_batch`` calls of at most 1,000
+    (MLflow's limit) when ``flush_seconds`` have passed since the last send, and when the trainer ends (success
+    or failure: Lightning calls ``finalize``), so nothing logged is lost and the store holds the same history.
+    It neither ends the run (the job does, after the final evaluation and the artifacts) nor clashes with our
+    params (the model's arguments go under ``model.``).
+
+    Args:
+        target: the tracking store and experiment.
+        run_id: the job's child run.
+        flush_seconds: wall seconds between sends (0: one send per ``log_metrics`` call, as Lightning; None:
+            :func:`metrics_flush_seconds`).
+    """
+    import re
+
     from lightning.pytorch.loggers import MLFlowLogger
+    from mlflow.entities import Metric
+
+    if flush_seconds is None:
+        flush_seconds = metrics_flush_seconds()
 
     class JobMLFlowLogger(MLFlowLogger):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._pending: list[Metric] = []
+            self._last_send = time.monotonic()
+
         def log_hyperparams(self, params: Any) -> None:
             super().log_hyperparams({f"model.{k}": v for k, v in dict(params).items()})
 
+        def log_metrics(self, metrics: Any, step: int | None = None) -> None:
+            stamp, step = int(time.time() * 1000), int(step or 0)
+            for key, value in metrics.items():
+                if not isinstance(value, str):  # Lightning drops strings too; same key rule as Lightning's
+                    self._pending.append(Metric(re.sub("[^a-zA-Z0-9_/. -]+", "", key), float(value), stamp, step))
+            if time.monotonic() - self._last_send >= flush_seconds:
+                self.flush()
+
+        def flush(self) -> None:
+            """Send every pending metric now."""
+            while self._pending:
+                self.experiment.log_batch(run_id=self.run_id, metrics=self._pending[:1000])
+                del self._pending[:1000]
+            self._last_send = time.monotonic()
+
         def finalize(self, status: str = "success") -> None:
-            return None
+            self.flush()
 
     return JobMLFlowLogger(experiment_name=target.experiment, tracking_uri=target.uri, run_id=run_id,
                            artifact_location=target.artifact_location)  # fmt: skip
+
+
+AUTO_LOG_ENV_STEPS = 1024
+"""On-policy jobs dump their scalars every ceil(1024 / (n_steps * n_envs)) iterations unless told otherwise."""
+
+
+def log_interval(spec: JobSpec, model: Any, n_envs: int) -> int | None:
+    """The job's log interval: ``spec.log_interval`` if set; else, on-policy, the fewest iterations that span
+    :data:`AUTO_LOG_ENV_STEPS` env steps; else None (the algorithm's default: SB3's 4 episodes off-policy).
+
+    Each dump is ~17 metric rows and MLflow's sqlite store spends ~0.18 ms per row, so SB3's one dump per
+    iteration costs a PPO CartPole job (256 env steps per iteration, ~2,000 env steps/s) ~2.5 % of its wall
+    time; one dump per 1,024 env steps costs under 1 %, and a 100k-step run still has ~100 points per curve.
+
+    Args:
+        spec: the job.
+        model: the algorithm (on-policy ones have ``n_steps``).
+        n_envs: sub-envs of the train env.
+    """
+    from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+
+    if spec.log_interval is not None:
+        return spec.log_interval
+    if isinstance(model, OnPolicyAlgorithm):
+        return max(1, math.ceil(AUTO_LOG_ENV_STEPS / (model.n_steps * n_envs)))
+    return None
 
 
 def _guard_logger() -> Any:
@@ -430,6 +520,7 @@ def run_job(
     result = JobResult(spec.job_id, spec.name, "FAILED", run_id=run_id)
     train_env = eval_env = None
     model = None
+    mlflow_logger = None
     try:
         from lit_sb3 import RLEnvDataModule, RLTrainer
 
@@ -439,10 +530,13 @@ def run_job(
         eval_cb, hook_cb, progress_cb = _callbacks(spec, eval_env, hooks, progress)
         cfg = spec.resolved_config()
         cfg_callbacks = [_import_path(path)(**kwargs) for path, kwargs in cfg.callback]
-        loggers = ([_job_mlflow_logger(tracking, run_id)] if use_mlflow else []) + [_guard_logger()]
+        if use_mlflow:
+            mlflow_logger = _job_mlflow_logger(tracking, run_id)
+        loggers = ([mlflow_logger] if mlflow_logger is not None else []) + [_guard_logger()]
         with tempfile.TemporaryDirectory(prefix=f"bench-{spec.job_id}-") as tmp:
             trainer = RLTrainer(
                 max_steps=spec.n_timesteps,
+                log_every_n_steps=log_interval(spec, model, train_env.num_envs),
                 rl_callback=[progress_cb, eval_cb, *cfg_callbacks, *extra_callbacks],
                 logger=loggers,
                 default_root_dir=tmp,
@@ -475,6 +569,8 @@ def run_job(
             }
             for logger in trainer.loggers:
                 logger.log_metrics(final, step=int(model.num_timesteps))
+            if mlflow_logger is not None:
+                mlflow_logger.flush()
             if client is not None:
                 folder = Path(tmp) / "artifacts"
                 folder.mkdir()
@@ -492,6 +588,11 @@ def run_job(
         result.wall_seconds = time.monotonic() - t_start
         result.env_steps = int(getattr(model, "num_timesteps", 0) or 0)
         if client is not None:
+            if mlflow_logger is not None:
+                try:
+                    mlflow_logger.flush()  # what was logged before the failure is kept
+                except Exception:  # noqa: BLE001 - recording the failure matters more
+                    pass
             try:
                 client.set_tag(run_id, FAILURE_TAG, result.failure_reason)
                 client.log_text(run_id, traceback.format_exc(), "traceback.txt")

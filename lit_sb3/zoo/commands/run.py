@@ -53,6 +53,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="extra zoo-format YAML file (repeatable; later files win)")  # fmt: skip
     p.add_argument("--hyperparams", nargs="+", default=[], metavar="KEY=VALUE",
                    help="overrides for every job, e.g. learning_rate=1e-3 'policy_kwargs=dict(net_arch=[64, 64])'")  # fmt: skip
+    p.add_argument("--log-interval", type=int, default=None, metavar="N",
+                   help="dump the logged scalars every N iterations (on-policy) / episodes (off-policy); default: "
+                        "on-policy every ~1,024 env steps, off-policy every 4 episodes (SB3's)")
     p.add_argument("--torch-threads", type=int, default=1, metavar="N", help="torch threads per job (default 1)")
     p.add_argument("--launcher", default="local", help="where jobs run: local (default) or ray")
     p.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
@@ -125,6 +128,7 @@ def _check_device(device: str) -> None:
 def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     from lit_sb3.zoo.commands.show_config import parse_overrides
     from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.runner import metrics_flush_seconds
     from lit_sb3.zoo.suites import default_budgets, expand_algos, expand_envs
 
     algos = expand_algos(args.algos)
@@ -139,11 +143,12 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
 
         get_launcher(args.launcher, **_launcher_options(args))
     _check_device(args.device)
+    metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
     overrides = parse_overrides(args.hyperparams)
     jobs, skipped = plan_grid(
         algos, envs, seeds, n_timesteps=args.n_timesteps, eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes, config_files=args.config, overrides=overrides, device=args.device,
-        torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs),
+        torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
     )  # fmt: skip
     if not jobs:
         reasons = "; ".join(s.reason for s in skipped) or "empty grid"

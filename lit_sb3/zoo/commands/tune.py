@@ -137,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
         return _show(args)
     from lit_sb3.zoo.config import resolve
     from lit_sb3.zoo.registry import check_algo, check_env_id, check_pair
+    from lit_sb3.zoo.runner import metrics_flush_seconds
     from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, PROC_TAG, RUN_TYPE, _process_tag, open_tracking
     from lit_sb3.zoo.tuning.objective import OBJECTIVES, TuneSettings
     from lit_sb3.zoo.tuning.pruning import make_pruner
@@ -153,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.algo or not args.env:
         raise BenchError("--algo and --env are required (or --show)")
+    metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every trial
     algo = check_algo(args.algo)
     env_id = check_env_id(args.env)
     reason = check_pair(algo, env_id)
