@@ -115,6 +115,29 @@ def test_missing_ray_is_one_line_error(in_tmp_path: Path, monkeypatch: pytest.Mo
     assert code == 2 and "install lit_sb3[ray]" in err, err
 
 
+def test_unreachable_ray_address_is_one_line_error(in_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ray.init retries an unreachable cluster for minutes; bench fails in seconds and creates nothing."""
+    import socket
+
+    with socket.socket() as sock:  # a loopback port that nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+    uri = f"sqlite:///{in_tmp_path / 'mlflow.db'}"
+    code = main(["run", "--launcher", "ray", "--ray-address", address, "--algos", "a2c", "--envs", "CartPole-v1",
+                 "--tracking-uri", uri, *TINY])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0, err
+    assert f"cannot reach the Ray cluster at '{address}': Connection refused" in err, err
+    code = main(["tune", "--launcher", "ray", "--ray-address", address, "--algo", "ppo", "--env", "CartPole-v1",
+                 "--storage", f"sqlite:///{in_tmp_path / 'optuna.db'}", "--tracking-uri", uri])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and f"cannot reach the Ray cluster at '{address}'" in err, err
+    code = main(["run", "--launcher", "ray", "--ray-address", "head-node", "--algos", "a2c", "--envs", "CartPole-v1",
+                 "--tracking-uri", uri, *TINY])  # fmt: skip
+    assert code == 2 and "--ray-address must be auto, HOST:PORT or ray://HOST:PORT, got 'head-node'" in capsys.readouterr().err
+    assert not (in_tmp_path / "mlflow.db").exists() and not (in_tmp_path / "optuna.db").exists()
+
+
 def test_core_and_local_run_never_import_ray(tmp_path: Path) -> None:
     code = (
         "import sys\n"

@@ -142,6 +142,10 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         from lit_sb3.zoo.launchers import get_launcher
 
         get_launcher(args.launcher, **_launcher_options(args))
+        if args.launcher == "ray":
+            from lit_sb3.zoo.launchers.ray_launcher import check_ray_address
+
+            check_ray_address(args.ray_address)  # seconds, where ray.init would retry for minutes
     _check_device(args.device)
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
     overrides = parse_overrides(args.hyperparams)
@@ -302,12 +306,12 @@ def run(args: argparse.Namespace) -> int:
     from lit_sb3.zoo.launchers import get_launcher
     from lit_sb3.zoo.progress import GridProgress
 
-    params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
-    parent_id = tracking.create_parent_run(_command_line(args), params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}")
     if launcher is None:
         launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method,
                                 **_launcher_options(args))  # fmt: skip
-    workers = getattr(launcher, "max_workers", "?")
+    workers = getattr(launcher, "max_workers", "?")  # a Ray launcher connects here: failing now creates no run
+    params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
+    parent_id = tracking.create_parent_run(_command_line(args), params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}")
     print(f"running {len(todo)} job(s) ({n_done_before} already finished) with {workers} worker(s); "
           f"experiment '{experiment}' at {uri}, grid run {parent_id}", flush=True)  # fmt: skip
     results: list[Any] = []

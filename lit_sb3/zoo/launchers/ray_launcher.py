@@ -41,7 +41,7 @@ from lit_sb3.zoo.launchers.base import JobDone, JobStarted, Launcher, LaunchEven
 from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
 from lit_sb3.zoo.tracking import TrackingTarget
 
-__all__ = ["RayLauncher", "import_ray", "connect_ray", "ATTEMPT_TAG", "DEFAULT_MAX_RETRIES"]
+__all__ = ["RayLauncher", "import_ray", "check_ray_address", "connect_ray", "ATTEMPT_TAG", "DEFAULT_MAX_RETRIES"]
 
 ATTEMPT_TAG = "lit_sb3.attempt"
 DEFAULT_MAX_RETRIES = 3
@@ -57,6 +57,30 @@ def import_ray() -> Any:
     return ray
 
 
+def check_ray_address(address: str | None, timeout_s: float = 5.0) -> None:
+    """Open and close a TCP connection to ``HOST:PORT`` (or ``ray://HOST:PORT``), else a one-line BenchError;
+    nothing for None (a local instance) or ``auto``.
+
+    ``ray.init(address=...)`` retries an unreachable GCS for minutes before it fails; this fails in seconds.
+
+    Args:
+        address: the cluster address.
+        timeout_s: connection timeout.
+    """
+    if not address or address == "auto":
+        return
+    hostport = address.split("://", 1)[-1]
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise BenchError(f"--ray-address must be auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise BenchError(f"cannot reach the Ray cluster at {address!r}: {reason}") from None
+
+
 def connect_ray(address: str | None, num_cpus: int | None = None, log_to_driver: bool = False) -> bool:
     """Connect to a Ray cluster (``address``: ``auto`` or ``HOST:PORT``) or start a local instance.
 
@@ -69,6 +93,7 @@ def connect_ray(address: str | None, num_cpus: int | None = None, log_to_driver:
         log_to_driver: print the workers' output here.
     """
     ray = import_ray()
+    check_ray_address(address)
     if ray.is_initialized():
         return False
     kwargs: dict[str, Any] = {"log_to_driver": log_to_driver, "configure_logging": False}

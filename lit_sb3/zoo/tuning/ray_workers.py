@@ -159,19 +159,20 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
 
 
 def check_ray_tuning(storage: str, address: str | None) -> None:
-    """Fail early (one line) when Ray is missing or a cluster is given a journal file.
+    """Fail early (one line) when Ray is missing, a cluster is given a journal file or cannot be reached.
 
     Args:
         storage: storage spec.
         address: ``--ray-address``.
     """
-    from lit_sb3.zoo.launchers.ray_launcher import import_ray
+    from lit_sb3.zoo.launchers.ray_launcher import check_ray_address, import_ray
     from lit_sb3.zoo.tuning.study import is_journal
 
     import_ray()
     if address and is_journal(storage):
         raise BenchError(f"--launcher ray --ray-address {address}: the workers run on other machines and cannot share "
                          f"the journal file {storage}; give --storage postgresql://... (an RDB every node reaches)")  # fmt: skip
+    check_ray_address(address)
 
 
 def run_ray_workers(settings: TuneSettings, jobs: int, *, address: str | None = None, cpus_per_job: float = 1.0,
