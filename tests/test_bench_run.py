@@ -179,14 +179,18 @@ def _marked_processes(marker: str) -> list[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path) -> None:
+def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
     uri = _store(in_tmp_path, mlflow_template)
+    tmp = in_tmp_path / "tmp"  # the temp folder of both bench runs: the killed one leaves its job logs there
+    tmp.mkdir()
     argv = ["run", "--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "3", "--jobs", "1", "--tracking-uri", uri,
             "--experiment", "killed", "--n-timesteps", "10000", "--eval-freq", "1000", "--eval-episodes", "2",
             "--hyperparams", "n_steps=8"]  # fmt: skip
     marker = f"BENCH_TEST_MARKER={uuid.uuid4().hex}"
     env = {**os.environ, marker.split("=")[0]: marker.split("=")[1], "PYTHONPATH": str(ROOT),
-           "LIT_SB3_METRICS_FLUSH_SECONDS": "0"}  # the evaluation curve is watched live below
+           "LIT_SB3_METRICS_FLUSH_SECONDS": "0", "TMPDIR": str(tmp)}  # the evaluation curve is watched live below
     proc = subprocess.Popen([sys.executable, "-m", "lit_sb3.zoo.cli", *argv], cwd=in_tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
@@ -215,8 +219,11 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path) -> None:
     assert not left, f"processes outlived the killed bench run: {left}"
     running = [r for r in _runs(uri, "killed") if r.info.status == "RUNNING"]
     assert len(running) == 1, [(r.info.status, r.data.tags.get("lit_sb3.seed")) for r in _runs(uri, "killed")]
+    assert list(tmp.glob(f"bench-logs-{proc.pid}-*")), "the killed run's job logs should be left behind"
 
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
     assert main(argv) == 0
+    assert not list(tmp.glob("bench-logs-*")), "the rerun removes the killed run's logs and its own"
     runs = _runs(uri, "killed")
     finished = [r.data.tags["lit_sb3.job_id"] for r in runs if r.info.status == "FINISHED"]
     assert len(finished) == 3 and len(set(finished)) == 3

@@ -66,6 +66,28 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+_LOG_PREFIX = "bench-logs-"
+
+
+def _new_log_dir(keep: bool) -> Path:
+    """A fresh temp folder for this ``bench run``'s job logs, ``bench-logs-<pid>-*``.
+
+    A ``bench run`` that was SIGKILLed could not remove its folder; the folders of such runs (pid gone, same
+    user) are removed here first. Kept folders (``keep``) are named ``bench-logs-kept-*`` and never removed.
+
+    Args:
+        keep: the logs outlive this run.
+    """
+    tmp = Path(tempfile.gettempdir())
+    for old in tmp.glob(f"{_LOG_PREFIX}*-*"):
+        pid = old.name[len(_LOG_PREFIX) :].split("-", 1)[0]
+        with contextlib.suppress(OSError):
+            mine = not hasattr(os, "getuid") or old.stat().st_uid == os.getuid()
+            if pid.isdigit() and old.is_dir() and mine and not _pid_alive(int(pid)):
+                shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{_LOG_PREFIX}kept-" if keep else f"{_LOG_PREFIX}{os.getpid()}-"))
+
+
 def _die_with_parent(bench_pid: int) -> None:
     """SIGKILL this process when the ``bench run`` process (or the direct parent) goes away."""
     if sys.platform.startswith("linux"):
@@ -165,7 +187,7 @@ class LocalLauncher(Launcher):
         max_workers: parallel jobs (default ``os.cpu_count()``).
         timeout: seconds a job may run before it is killed and recorded FAILED (None: no limit).
         start_method: ``forkserver`` (default where available) or ``spawn``.
-        keep_logs: keep the per-job output logs (their folder is printed by ``bench run``).
+        keep_logs: keep the per-job output logs in ``log_dir`` (``bench-logs-kept-*``) after the grid ends.
     """
 
     def __init__(self, max_workers: int | None = None, timeout: float | None = None, start_method: str | None = None,
@@ -204,7 +226,7 @@ class LocalLauncher(Launcher):
         """
         ctx = self._context()
         self._runbook = runbook
-        self.log_dir = Path(tempfile.mkdtemp(prefix="bench-logs-"))
+        self.log_dir = _new_log_dir(self.keep_logs)
         pending = deque(jobs)
         environ = dict(os.environ)
         try:
