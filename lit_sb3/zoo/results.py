@@ -13,20 +13,18 @@ evaluations of any env); steps where some run has no value are dropped.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from lit_sb3.zoo.errors import BenchError, did_you_mean
+from lit_sb3.zoo.tracking import fail_fast, sqlite_path
 
-__all__ = ["RunRecord", "Results", "load_results", "check_tracking_uri", "sqlite_path"]
+__all__ = ["RunRecord", "Results", "load_results", "check_tracking_uri"]
 
 JOB = "job"
 SCORE_KEY = "final/mean_reward"
@@ -191,36 +189,6 @@ def _on_grid(run: RunRecord, grid: NDArray[np.float64]) -> NDArray[np.float64]:
     return _interp(run.steps, run.curve, grid)
 
 
-def sqlite_path(uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI (None for other schemes).
-
-    Args:
-        uri: tracking URI.
-    """
-    if not uri.startswith("sqlite:"):
-        return None
-    rest = uri[len("sqlite:") :]
-    if rest.startswith("///"):
-        return Path(rest[3:].split("?")[0])
-    return None
-
-
-@contextlib.contextmanager
-def _fail_fast() -> Iterator[None]:
-    """No HTTP retries and short timeouts while reading (a dead server fails in seconds, not minutes)."""
-    saved = {k: os.environ.get(k) for k in ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_TIMEOUT")}
-    os.environ["MLFLOW_HTTP_REQUEST_MAX_RETRIES"] = "0"
-    os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] = "10"
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def check_tracking_uri(uri: str) -> Any:
     """An ``MlflowClient`` for ``uri`` after checking it can be read, else a one-line :class:`BenchError`.
 
@@ -234,7 +202,7 @@ def check_tracking_uri(uri: str) -> Any:
         raise BenchError(f"cannot read tracking URI {uri!r}: no database file {str(path)!r}")
     client = MlflowClient(tracking_uri=uri)
     try:
-        with _fail_fast():
+        with fail_fast():
             client.search_experiments(max_results=1)
     except Exception as exc:  # noqa: BLE001 - any failure to read is the user's URI
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -295,7 +263,7 @@ def load_results(
         envs: keep only these envs (each must be present).
     """
     client = check_tracking_uri(tracking_uri)
-    with _fail_fast():
+    with fail_fast():
         exp = client.get_experiment_by_name(experiment)
         if exp is None:
             names = _experiment_names(client)

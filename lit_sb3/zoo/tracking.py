@@ -39,6 +39,8 @@ __all__ = [
     "Tracking",
     "open_tracking",
     "fail_fast",
+    "pid_alive",
+    "sqlite_path",
     "flatten_params",
     "default_experiment_name",
     "run_environment_tags",
@@ -92,7 +94,12 @@ def fail_fast(timeout_s: int = 10) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _sqlite_file(uri: str) -> Path | None:
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (None for other schemes).
+
+    Args:
+        uri: tracking URI.
+    """
     if not uri.startswith("sqlite:///"):
         return None
     return Path(uri[len("sqlite:///") :].split("?")[0])
@@ -100,7 +107,7 @@ def _sqlite_file(uri: str) -> Path | None:
 
 def _normalize_uri(uri: str) -> str:
     """``sqlite:///rel.db`` -> ``sqlite:////abs/rel.db`` (workers may not share the cwd forever)."""
-    path = _sqlite_file(uri)
+    path = sqlite_path(uri)
     if path is None or path.is_absolute():
         return uri
     query = uri.partition("?")[2]
@@ -118,7 +125,7 @@ def default_artifact_location(uri: str, experiment: str) -> str | None:
         uri: tracking URI.
         experiment: experiment name.
     """
-    path = _sqlite_file(_normalize_uri(uri))
+    path = sqlite_path(_normalize_uri(uri))
     if path is None:
         return None
     return str(path.parent / "mlartifacts" / _safe_name(experiment))
@@ -187,6 +194,25 @@ def _proc_start(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this host and is not a zombie (unknown: assumed alive).
+
+    Args:
+        pid: process id.
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+        return state not in ("Z", "X")
+    except (OSError, IndexError):
+        return True
+
+
 def _process_tag() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{_proc_start(os.getpid()) or ''}"
 
@@ -200,20 +226,8 @@ def _process_alive(tag: str | None) -> bool:
     if host != socket.gethostname() or not pid_text.isdigit():
         return False
     pid = int(pid_text)
-    if pid == os.getpid():
+    if pid == os.getpid() or not pid_alive(pid):
         return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        if state in ("Z", "X"):
-            return False
-    except (OSError, IndexError):
-        pass
     now = _proc_start(pid)
     return not start or now is None or now == start
 
@@ -423,7 +437,7 @@ def open_tracking(uri: str, experiment: str, *, artifact_location: str | None = 
     """
     _quiet_mlflow()
     norm = _normalize_uri(uri)
-    path = _sqlite_file(norm)
+    path = sqlite_path(norm)
     location = artifact_location if artifact_location is not None else default_artifact_location(norm, experiment)
     if path is not None:
         if not path.parent.is_dir():

@@ -36,7 +36,7 @@ from typing import Any
 from lit_sb3.zoo.jobs import JobSpec
 from lit_sb3.zoo.launchers.base import JobDone, JobStarted, Launcher, LaunchEvent, RunBook
 from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
-from lit_sb3.zoo.tracking import TrackingTarget
+from lit_sb3.zoo.tracking import TrackingTarget, pid_alive
 
 __all__ = ["LocalLauncher", "default_start_method"]
 
@@ -47,23 +47,6 @@ _LOG_TAIL = 20_000
 def default_start_method() -> str:
     """``forkserver`` where available (Linux, macOS), else ``spawn``."""
     return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-
-
-# ---------------------------------------------------------------------------------------------------------
-# worker side
-# ---------------------------------------------------------------------------------------------------------
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-        return state not in ("Z", "X")
-    except (OSError, IndexError):
-        return True
 
 
 _LOG_PREFIX = "bench-logs-"
@@ -83,11 +66,14 @@ def _new_log_dir(keep: bool) -> Path:
         pid = old.name[len(_LOG_PREFIX) :].split("-", 1)[0]
         with contextlib.suppress(OSError):
             mine = not hasattr(os, "getuid") or old.stat().st_uid == os.getuid()
-            if pid.isdigit() and old.is_dir() and mine and not _pid_alive(int(pid)):
+            if pid.isdigit() and old.is_dir() and mine and not pid_alive(int(pid)):
                 shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=f"{_LOG_PREFIX}kept-" if keep else f"{_LOG_PREFIX}{os.getpid()}-"))
 
 
+# ---------------------------------------------------------------------------------------------------------
+# worker side
+# ---------------------------------------------------------------------------------------------------------
 def _die_with_parent(bench_pid: int) -> None:
     """SIGKILL this process when the ``bench run`` process (or the direct parent) goes away."""
     if sys.platform.startswith("linux"):
@@ -98,11 +84,11 @@ def _die_with_parent(bench_pid: int) -> None:
 
     def watch() -> None:
         while True:
-            if os.getppid() != ppid or not _pid_alive(bench_pid):
+            if os.getppid() != ppid or not pid_alive(bench_pid):
                 os.kill(os.getpid(), signal.SIGKILL)
             time.sleep(0.5)
 
-    if os.getppid() != ppid or not _pid_alive(bench_pid):
+    if os.getppid() != ppid or not pid_alive(bench_pid):
         os.kill(os.getpid(), signal.SIGKILL)
     threading.Thread(target=watch, name="bench-parent-watchdog", daemon=True).start()
 
