@@ -37,6 +37,7 @@ import warnings
 from typing import Any, NamedTuple
 
 import torch as th
+from bench_on_policy import loop_timer, make_lit  # same model, env and timer as the SB3 comparison
 
 CONFIGS = {
     # name: (algo, n_envs, default timesteps)
@@ -60,34 +61,12 @@ class Run(NamedTuple):
     calls: int = 0
 
 
-def _make(algo: str, n_envs: int, seed: int) -> tuple[Any, Any]:
-    from lit_sb3 import A2C, PPO, RLEnvDataModule
-
-    cls = PPO if algo == "ppo" else A2C
-    model = cls("MlpPolicy", seed=seed, device="cpu", verbose=0)
-    dm = RLEnvDataModule(train_env="CartPole-v1", n_envs=n_envs, seed=seed)
-    dm.get_env("fit")  # env construction is not timed in either variant
-    return model, dm
-
-
 def run_lightning(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
     """(total s, loop s, env steps, training_steps) through RLTrainer.fit."""
-    from lightning.pytorch.callbacks import Callback
-
     from lit_sb3 import RLTrainer
 
     marks: dict[str, float] = {}
-
-    class _Timer(Callback):
-        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
-            marks["start"] = time.perf_counter()
-            marks["cstart"] = time.process_time()
-
-        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
-            marks["end"] = time.perf_counter()
-            marks["cend"] = time.process_time()
-
-    model, dm = _make(algo, n_envs, seed)
+    model, dm = make_lit(algo, n_envs, seed)
     inside = [0.0, 0]  # wall seconds spent inside training_step, number of calls
     training_step = model.training_step
 
@@ -101,7 +80,7 @@ def run_lightning(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
 
     model.training_step = timed_training_step  # Lightning calls the instance attribute
     t0, c0 = time.perf_counter(), time.process_time()
-    trainer = RLTrainer(max_steps=timesteps, logger=False, callbacks=[_Timer()])
+    trainer = RLTrainer(max_steps=timesteps, logger=False, callbacks=[loop_timer(marks)])
     trainer.fit(model, datamodule=dm)
     total, cpu_total = time.perf_counter() - t0, time.process_time() - c0
     dm.close()
@@ -111,7 +90,7 @@ def run_lightning(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
 
 def run_plain(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
     """(total s, loop s, env steps, training_steps) with the same model methods in a plain loop."""
-    model, dm = _make(algo, n_envs, seed)
+    model, dm = make_lit(algo, n_envs, seed)
     env = dm.get_env("fit")
     t0, c0 = time.perf_counter(), time.process_time()
     model._init_env_metadata(env)

@@ -72,13 +72,20 @@ def _sb3_run(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
     return Run(total, marks["end"] - marks["start"], cpu_total, marks["cend"] - marks["cstart"], model.num_timesteps)
 
 
-def _lit_run(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
-    """(fit wall s, loop wall s, env steps) of one lit_sb3 run."""
+def make_lit(algo: str, n_envs: int, seed: int) -> tuple[Any, Any]:
+    """A lit_sb3 PPO/A2C with SB3's defaults and its CartPole-v1 datamodule, envs already built (not timed)."""
+    from lit_sb3 import A2C, PPO, RLEnvDataModule
+
+    cls = PPO if algo == "ppo" else A2C
+    model = cls("MlpPolicy", seed=seed, device="cpu", verbose=0)
+    dm = RLEnvDataModule(train_env="CartPole-v1", n_envs=n_envs, seed=seed)
+    dm.get_env("fit")  # build the envs outside the timed region (SB3 builds them before learn() too)
+    return model, dm
+
+
+def loop_timer(marks: dict[str, float]) -> Any:
+    """A Lightning callback that stores wall and CPU time at ``on_train_start``/``on_train_end`` in ``marks``."""
     from lightning.pytorch.callbacks import Callback
-
-    from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer
-
-    marks: dict[str, float] = {}
 
     class _Timer(Callback):
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
@@ -89,13 +96,18 @@ def _lit_run(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
             marks["end"] = time.perf_counter()
             marks["cend"] = time.process_time()
 
-    cls = PPO if algo == "ppo" else A2C
-    model = cls("MlpPolicy", seed=seed, device="cpu", verbose=0)
-    dm = RLEnvDataModule(train_env="CartPole-v1", n_envs=n_envs, seed=seed)
-    dm.get_env("fit")  # build the envs outside the timed region (SB3 builds them before learn() too)
+    return _Timer()
+
+
+def _lit_run(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
+    """(fit wall s, loop wall s, env steps) of one lit_sb3 run."""
+    from lit_sb3 import RLTrainer
+
+    marks: dict[str, float] = {}
+    model, dm = make_lit(algo, n_envs, seed)
     # Trainer construction is part of lit_sb3's per-fit cost (learn() builds one)
     t0, c0 = time.perf_counter(), time.process_time()
-    trainer = RLTrainer(max_steps=timesteps, logger=False, callbacks=[_Timer()])
+    trainer = RLTrainer(max_steps=timesteps, logger=False, callbacks=[loop_timer(marks)])
     trainer.fit(model, datamodule=dm)
     total, cpu_total = time.perf_counter() - t0, time.process_time() - c0
     dm.close()
