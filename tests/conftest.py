@@ -23,3 +23,14 @@ def in_tmp_path(tmp_path, monkeypatch):
     """Run the test with the current directory set to a fresh temp folder."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated, empty MLflow sqlite database (a new one spends seconds on migrations): copied per test
+    with :func:`tests.mlflow_store.copy_store`."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
+    return path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,45 +13,18 @@ from pathlib import Path
 import pytest
 
 from lit_sb3.zoo.cli import main
+from tests.mlflow_store import client as _client
+from tests.mlflow_store import copy_store as _store
+from tests.mlflow_store import runs as _runs
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = "tests.envs.faulty"
 TINY = ["--n-timesteps", "384", "--eval-freq", "128", "--eval-episodes", "2", "--hyperparams", "n_steps=64", "n_envs=1"]
 
 
-@pytest.fixture(scope="session")
-def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty MLflow sqlite database (a new one spends seconds on migrations): copied per test."""
-    from mlflow import MlflowClient
-
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
-    return path
-
-
-def _store(folder: Path, template: Path) -> str:
-    shutil.copy(template, folder / "mlflow.db")
-    return f"sqlite:///{folder / 'mlflow.db'}"
-
-
-def _client(uri: str):
-    from mlflow import MlflowClient
-
-    return MlflowClient(tracking_uri=uri)
-
-
 def _last_eval_step(uri: str, run_id: str) -> int:
     history = _client(uri).get_metric_history(run_id, "eval/mean_reward")
     return max((m.step for m in history), default=0)
-
-
-def _runs(uri: str, experiment: str, run_type: str | None = "job") -> list:
-    client = _client(uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        return []
-    flt = f"tags.`lit_sb3.run_type` = '{run_type}'" if run_type else ""
-    return list(client.search_runs([exp.experiment_id], filter_string=flt, max_results=1000))
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ CartPole training with tiny budgets (512-1024 env steps, 2 evaluations)."""
 
 from __future__ import annotations
 
-import shutil
 import statistics
 import time
 from pathlib import Path
@@ -13,6 +12,8 @@ import pytest
 import yaml
 
 from lit_sb3.zoo.cli import main
+from tests.mlflow_store import copy_store as _store
+from tests.mlflow_store import runs
 
 TINY_SPACE = {
     "replace": True,
@@ -28,35 +29,14 @@ TINY_SPACE = {
 BUDGET = ["--n-timesteps", "512", "--n-evaluations", "2", "--eval-episodes", "2"]
 
 
-@pytest.fixture(scope="session")
-def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A migrated, empty MLflow sqlite database (a new one spends seconds on migrations): copied per test."""
-    from mlflow import MlflowClient
-
-    path = tmp_path_factory.mktemp("mlflow-template-tune") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments(max_results=1)
-    return path
-
-
-def _store(folder: Path, template: Path) -> str:
-    shutil.copy(template, folder / "mlflow.db")
-    return f"sqlite:///{folder / 'mlflow.db'}"
+def _runs(uri: str, experiment: str, run_type: str) -> list[Any]:
+    return runs(uri, experiment, run_type, must_exist=True)
 
 
 def _space(folder: Path, data: dict[str, Any] | None = None, name: str = "space.yml") -> str:
     path = folder / name
     path.write_text(yaml.safe_dump(data if data is not None else TINY_SPACE))
     return str(path)
-
-
-def _runs(uri: str, experiment: str, run_type: str) -> list[Any]:
-    from mlflow import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name(experiment)
-    assert exp is not None, f"no experiment {experiment}"
-    return list(client.search_runs([exp.experiment_id], filter_string=f"tags.`lit_sb3.run_type` = '{run_type}'",
-                                   max_results=1000))  # fmt: skip
 
 
 def _study(storage: Any, name: str) -> Any:

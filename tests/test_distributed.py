@@ -18,6 +18,8 @@ import yaml
 
 from lit_sb3.zoo.cli import main
 from tests.envs.kill_once import MARKER_ENV
+from tests.mlflow_store import client as _client
+from tests.mlflow_store import runs as _runs
 from tests.services import MlflowServer, postgres_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,21 +83,6 @@ def ray_cluster(http_server: MlflowServer, tune_kill_marker: Path) -> Iterator[A
             os.environ.pop(MARKER_ENV, None)
         else:
             os.environ[MARKER_ENV] = saved
-
-
-def _client(uri: str) -> Any:
-    from mlflow import MlflowClient
-
-    return MlflowClient(tracking_uri=uri)
-
-
-def _runs(uri: str, experiment: str, run_type: str | None = "job") -> list[Any]:
-    client = _client(uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        return []
-    flt = f"tags.`lit_sb3.run_type` = '{run_type}'" if run_type else ""
-    return list(client.search_runs([exp.experiment_id], filter_string=flt, max_results=1000))
 
 
 # ---------------------------------------------------------------------------------------------------------
