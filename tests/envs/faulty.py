@@ -41,8 +41,8 @@ class FaultyEnv(gym.Env):
         self.t = 0
         return self.np_random.uniform(-1, 1, size=4).astype(np.float32), {}
 
-    def fail(self) -> float:
-        """What happens once ``fail_after`` steps are done; returns the reward to give."""
+    def fail(self, reward: float) -> float:
+        """What happens once ``fail_after`` steps are done; returns the reward to give (``reward``: the normal one)."""
         return 0.0
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
@@ -50,35 +50,35 @@ class FaultyEnv(gym.Env):
         self.total_steps += 1
         reward = float(action == 1)
         if self.total_steps > self.fail_after:
-            reward = self.fail()
+            reward = self.fail(reward)
         obs = self.np_random.uniform(-1, 1, size=4).astype(np.float32)
         return obs, reward, self.t >= 20, False, {}
 
 
 class RaisingEnv(FaultyEnv):
-    def fail(self) -> float:
+    def fail(self, reward: float) -> float:
         raise RuntimeError(f"faulty env: boom at step {self.total_steps}")
 
 
 class NaNRewardEnv(FaultyEnv):
-    def fail(self) -> float:
+    def fail(self, reward: float) -> float:
         return float("nan")
 
 
 class HangingEnv(FaultyEnv):
-    def fail(self) -> float:
+    def fail(self, reward: float) -> float:
         time.sleep(3600)
         return 0.0
 
 
 class SegfaultEnv(FaultyEnv):
-    def fail(self) -> float:
+    def fail(self, reward: float) -> float:
         os.kill(os.getpid(), signal.SIGSEGV)
         return 0.0
 
 
 class ExitEnv(FaultyEnv):
-    def fail(self) -> float:
+    def fail(self, reward: float) -> float:
         os._exit(3)
 
 

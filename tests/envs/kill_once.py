@@ -12,18 +12,17 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Any
 
 import gymnasium as gym
-import numpy as np
-from gymnasium import spaces
+
+from tests.envs.faulty import FaultyEnv
 
 __all__ = ["KillOnceEnv", "MARKER_ENV"]
 
 MARKER_ENV = "LIT_SB3_TEST_KILL_ONCE_MARKER"
 
 
-class KillOnceEnv(gym.Env):
+class KillOnceEnv(FaultyEnv):
     """Kills its process once (see the module docstring).
 
     Args:
@@ -31,30 +30,16 @@ class KillOnceEnv(gym.Env):
         kill_after: steps of this instance before the kill.
     """
 
-    metadata: dict[str, Any] = {"render_modes": []}
-
     def __init__(self, marker: str = "", kill_after: int = 100) -> None:
-        self.observation_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
-        self.action_space = spaces.Discrete(2)
+        super().__init__(fail_after=kill_after)
         marker = marker or os.environ.get(MARKER_ENV, "")
         self.marker = Path(marker) if marker else None
-        self.kill_after = kill_after
-        self.total_steps = 0
-        self.t = 0
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        super().reset(seed=seed)
-        self.t = 0
-        return self.np_random.uniform(-1, 1, size=4).astype(np.float32), {}
-
-    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
-        self.t += 1
-        self.total_steps += 1
-        if self.marker is not None and self.total_steps > self.kill_after and not self.marker.exists():
+    def fail(self, reward: float) -> float:
+        if self.marker is not None and not self.marker.exists():
             self.marker.write_text(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGKILL)
-        obs = self.np_random.uniform(-1, 1, size=4).astype(np.float32)
-        return obs, float(action == 1), self.t >= 20, False, {}
+        return reward
 
 
 if "KillOnce-v0" not in gym.registry:
