@@ -85,7 +85,8 @@ def run_lightning(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
     total, cpu_total = time.perf_counter() - t0, time.process_time() - c0
     dm.close()
     loop = marks["end"] - marks["start"]
-    return Run(total, loop, cpu_total, marks["cend"] - marks["cstart"], model.num_timesteps, model._iteration, inside[0], inside[1])
+    cpu_loop = marks["cend"] - marks["cstart"]
+    return Run(total, loop, cpu_total, cpu_loop, model.num_timesteps, model._iteration, inside[0], inside[1])
 
 
 def run_plain(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
@@ -165,7 +166,8 @@ def main() -> None:
         med = {key: statistics.median(p[key] for p in pairs) for key in pairs[0]}
         print(
             f"  median overhead: wall total {med['total']:+.1%}, wall loop {med['loop']:+.1%}, "
-            f"CPU total {med['cpu_total']:+.1%}, CPU loop {med['cpu_loop']:+.1%} ({med['cpu_us_step']:+.0f} us per training_step); "
+            f"CPU total {med['cpu_total']:+.1%}, CPU loop {med['cpu_loop']:+.1%} "
+            f"({med['cpu_us_step']:+.0f} us per training_step); "
             f"in situ {med['in_situ']:+.2%} ({med['in_situ_us']:.0f} us per training_step)"
         )
         summary.append((name, med))
