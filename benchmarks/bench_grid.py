@@ -153,7 +153,7 @@ def overhead(args: argparse.Namespace, overrides: dict[str, str], uri: str) -> t
     ratios, shares = [], []
     for i in range(args.pairs):
         walls = {}
-        for use in ((True, False) if i % 2 == 0 else (False, True)):
+        for use in (True, False) if i % 2 == 0 else (False, True):
             with _ClientTimer() as timer:
                 t = time.perf_counter()
                 res = run_job(job, tracking.target, use_mlflow=use)
@@ -191,7 +191,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-grid-") as tmp:
         uri = f"sqlite:///{tmp}/mlflow.db"
         if not args.skip_scaling:
-            print(f"scaling, median ratio (2 jobs on 2 workers / 1 job): {scaling(args, overrides, uri):.2f}  (target >= 1.6)")
+            print(
+                f"scaling, median ratio (2 jobs on 2 workers / 1 job): {scaling(args, overrides, uri):.2f}  (target >= 1.6)"
+            )
         if not args.skip_overhead:
             ratio, share = overhead(args, overrides, uri)
             print(f"tracking overhead, median wall-time ratio: {ratio:.3f}; median share of the run in MLflow's client: "

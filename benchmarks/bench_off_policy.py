@@ -55,9 +55,17 @@ CONFIGS = [
         "CartPole-v1",
         4000,
         dict(
-            learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000, gamma=0.99,
-            target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
-            exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256]),
+            learning_rate=2.3e-3,
+            batch_size=64,
+            buffer_size=100_000,
+            learning_starts=1000,
+            gamma=0.99,
+            target_update_interval=10,
+            train_freq=256,
+            gradient_steps=128,
+            exploration_fraction=0.16,
+            exploration_final_eps=0.04,
+            policy_kwargs=dict(net_arch=[256, 256]),
         ),
     ),
 ]
@@ -168,7 +176,9 @@ def main() -> None:
                 )
             med_fps, med_out = statistics.median(fps_ratios), statistics.median(outside_ratios)
             summary.append((cfg.name, med_fps, med_out))
-            print(f"  median: fps ratio {med_fps:.2f}x (lit/SB3, higher is better), outside ratio {med_out:.2f}x (lower is better)")
+            print(
+                f"  median: fps ratio {med_fps:.2f}x (lit/SB3, higher is better), outside ratio {med_out:.2f}x (lower is better)"
+            )
     print("\n== summary (medians, lit_sb3 / SB3) ==")
     for name, med_fps, med_out in summary:
         print(f"  {name:16s} fps {med_fps:.2f}x   time outside train() {med_out:.2f}x")

@@ -178,7 +178,9 @@ def main() -> None:
 
     print("\nSummary (median lit/SB3 env-steps/s; floor 1.0x, target 1.5x)")
     for algo, n_envs, med in summary:
-        print(f"  {algo.upper():3s} n_envs={n_envs}: total {med['total']:.2f}x  loop {med['loop']:.2f}x  loop CPU-time {med['cpu_loop']:.2f}x")
+        print(
+            f"  {algo.upper():3s} n_envs={n_envs}: total {med['total']:.2f}x  loop {med['loop']:.2f}x  loop CPU-time {med['cpu_loop']:.2f}x"
+        )
 
 
 if __name__ == "__main__":

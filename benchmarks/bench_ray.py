@@ -104,7 +104,9 @@ def main() -> int:
           f"cpus {os.cpu_count()}, load average {load:.2f}")  # fmt: skip
     print("| launcher | exit | jobs | env steps | wall (s) | env steps/s |\n|---|---|---|---|---|---|")
     for r in results:
-        print(f"| {r['launcher']} | {r['code']} | {r['jobs']} | {r['env_steps']} | {r['wall_s']:.1f} | {r['steps_per_s']:.0f} |")
+        print(
+            f"| {r['launcher']} | {r['code']} | {r['jobs']} | {r['env_steps']} | {r['wall_s']:.1f} | {r['steps_per_s']:.0f} |"
+        )
     print(f"ray / local throughput: {mean['ray'] / mean['local']:.3f}")
     if args.out:
         Path(args.out).write_text(json.dumps({"ray_init_s": init_s, "first_task_s": first_task_s, "load": load,

@@ -63,7 +63,12 @@ class RLEnvDataModule(L.LightningDataModule):
         super().__init__()
         if n_envs < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}.")
-        for name, spec in (("train_env", train_env), ("val_env", val_env), ("test_env", test_env), ("predict_env", predict_env)):
+        for name, spec in (
+            ("train_env", train_env),
+            ("val_env", val_env),
+            ("test_env", test_env),
+            ("predict_env", predict_env),
+        ):
             if spec is not None and not isinstance(spec, (str, gym.Env, VecEnv)) and not callable(spec):
                 raise TypeError(
                     f"{name} must be an env id, a gym.Env, a callable returning one, or a VecEnv; got {type(spec).__name__}."
@@ -72,7 +77,12 @@ class RLEnvDataModule(L.LightningDataModule):
             from lit_sb3.vec_env.env_util import check_env_id
 
             check_env_id(train_env)
-        self.specs: dict[str, EnvSpec | None] = {"fit": train_env, "validate": val_env, "test": test_env, "predict": predict_env}
+        self.specs: dict[str, EnvSpec | None] = {
+            "fit": train_env,
+            "validate": val_env,
+            "test": test_env,
+            "predict": predict_env,
+        }
         self.n_envs = n_envs
         self.seed = seed
         self.env_kwargs = env_kwargs or {}
@@ -113,7 +123,9 @@ class RLEnvDataModule(L.LightningDataModule):
                 env = VecNormalize(env, **self.normalize_kwargs)
         else:
             train_spec = self.specs["fit"]
-            if spec is None and (isinstance(train_spec, str) or (callable(train_spec) and not isinstance(train_spec, (gym.Env, VecEnv)))):
+            if spec is None and (
+                isinstance(train_spec, str) or (callable(train_spec) and not isinstance(train_spec, (gym.Env, VecEnv)))
+            ):
                 spec = train_spec
             eval_seed = None if self.seed is None else self.seed + 10_000
             env = None if spec is None else self._build(spec, self.n_eval_envs, eval_seed)
@@ -121,7 +133,9 @@ class RLEnvDataModule(L.LightningDataModule):
             if env is not None and isinstance(train_env, VecNormalize) and not isinstance(env, VecNormalize):
                 from lit_sb3.vec_env import sync_envs_normalization
 
-                env = VecNormalize(env, training=False, norm_reward=False, norm_obs=train_env.norm_obs, clip_obs=train_env.clip_obs)
+                env = VecNormalize(
+                    env, training=False, norm_reward=False, norm_obs=train_env.norm_obs, clip_obs=train_env.clip_obs
+                )
                 sync_envs_normalization(train_env, env)
         self._envs[stage] = env
         return env

@@ -214,7 +214,9 @@ class RLTrainer(L.Trainer):
         self._rl_budget_reached = self._rl_num_timesteps >= self._rl_target_timesteps
 
     @staticmethod
-    def _validate_trainer_init(max_epochs: int | None, min_epochs: int | None, max_steps: int, min_steps: int | None) -> None:
+    def _validate_trainer_init(
+        max_epochs: int | None, min_epochs: int | None, max_steps: int, min_steps: int | None
+    ) -> None:
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps <= 0:
             raise ValueError("RLTrainer requires `max_steps` to be a positive integer.")
         unsupported = []
@@ -226,7 +228,9 @@ class RLTrainer(L.Trainer):
             unsupported.append("min_steps")
         if unsupported:
             names = ", ".join(unsupported)
-            raise ValueError(f"RLTrainer manages Lightning loop limits from `max_steps`; unsupported constructor args: {names}.")
+            raise ValueError(
+                f"RLTrainer manages Lightning loop limits from `max_steps`; unsupported constructor args: {names}."
+            )
 
     @staticmethod
     def _reject_unsupported_kwargs(stage: str, **kwargs: Any) -> None:
@@ -367,10 +371,14 @@ class RLTrainer(L.Trainer):
         """
         self._reject_unsupported_kwargs("fit", train_dataloaders=train_dataloaders, val_dataloaders=val_dataloaders)
         if datamodule is None:
-            raise TypeError("RLTrainer.fit() requires a datamodule (RLEnvDataModule) that provides the training environment.")
+            raise TypeError(
+                "RLTrainer.fit() requires a datamodule (RLEnvDataModule) that provides the training environment."
+            )
         resolved_env = self._resolve_datamodule_env(datamodule, "fit")
         if resolved_env is None:
-            raise ValueError("The RLEnvDataModule has no train_env. Provide train_env when constructing the RLEnvDataModule.")
+            raise ValueError(
+                "The RLEnvDataModule has no train_env. Provide train_env when constructing the RLEnvDataModule."
+            )
         self._resolve_model(model)
 
         self._rl_env = resolved_env
@@ -383,17 +391,28 @@ class RLTrainer(L.Trainer):
             model._setup_model()
         self._configure_lightning_logger(model)
 
-        total_timesteps, rl_callback = model._setup_learn(self._rl_total_timesteps, self._rl_callback, self._rl_run_name)
+        total_timesteps, rl_callback = model._setup_learn(
+            self._rl_total_timesteps, self._rl_callback, self._rl_run_name
+        )
         self._rl_target_timesteps = int(total_timesteps)
         self._update_rl_timesteps(model.num_timesteps)
-        log_every_n_steps = self._rl_log_every_n_steps if self._rl_log_every_n_steps is not None else model._default_log_every_n_steps
+        log_every_n_steps = (
+            self._rl_log_every_n_steps if self._rl_log_every_n_steps is not None else model._default_log_every_n_steps
+        )
         model._prepare_fit(rl_callback, log_every_n_steps)
         self.fit_loop.max_epochs = model._rl_max_epochs(total_timesteps)
         self._attach_rl_callback(rl_callback)
         rl_callback.on_training_start(locals(), globals())
         model._pre_fit_hook(rl_callback)
         try:
-            super().fit(model, train_dataloaders=None, val_dataloaders=None, datamodule=None, ckpt_path=ckpt_path, weights_only=weights_only)
+            super().fit(
+                model,
+                train_dataloaders=None,
+                val_dataloaders=None,
+                datamodule=None,
+                ckpt_path=ckpt_path,
+                weights_only=weights_only,
+            )
         finally:
             callbacks = cast(list[Any], self.callbacks)
             if rl_callback in callbacks:
@@ -418,12 +437,21 @@ class RLTrainer(L.Trainer):
         use_masking: bool = False,
     ) -> list[Mapping[str, float | int | list[float] | list[int]]]:
         """Evaluate ``model`` for ``n_eval_episodes`` episodes: ``[{"validate/mean_reward": ..., ...}]``."""
-        self._reject_unsupported_kwargs("validate", dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only)
+        self._reject_unsupported_kwargs(
+            "validate", dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only
+        )
         if env is None and datamodule is not None:
             env = self._resolve_datamodule_env(datamodule, "validate")
         return self._evaluate(
-            "validate", model, env=env, n_eval_episodes=n_eval_episodes, deterministic=deterministic, render=render,
-            reward_threshold=reward_threshold, return_episode_rewards=return_episode_rewards, use_masking=use_masking,
+            "validate",
+            model,
+            env=env,
+            n_eval_episodes=n_eval_episodes,
+            deterministic=deterministic,
+            render=render,
+            reward_threshold=reward_threshold,
+            return_episode_rewards=return_episode_rewards,
+            use_masking=use_masking,
         )
 
     def test(  # type: ignore[override]
@@ -447,8 +475,15 @@ class RLTrainer(L.Trainer):
         if env is None and datamodule is not None:
             env = self._resolve_datamodule_env(datamodule, "test")
         return self._evaluate(
-            "test", model, env=env, n_eval_episodes=n_eval_episodes, deterministic=deterministic, render=render,
-            reward_threshold=reward_threshold, return_episode_rewards=return_episode_rewards, use_masking=use_masking,
+            "test",
+            model,
+            env=env,
+            n_eval_episodes=n_eval_episodes,
+            deterministic=deterministic,
+            render=render,
+            reward_threshold=reward_threshold,
+            return_episode_rewards=return_episode_rewards,
+            use_masking=use_masking,
         )
 
     def predict(  # type: ignore[override]
@@ -468,7 +503,9 @@ class RLTrainer(L.Trainer):
         action_masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, tuple[np.ndarray, ...] | None]:
         """``model.predict`` on ``observation`` (or on a fresh reset of the env): ``(actions, state)``."""
-        self._reject_unsupported_kwargs("predict", dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only)
+        self._reject_unsupported_kwargs(
+            "predict", dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only
+        )
         if env is None and datamodule is not None:
             env = self._resolve_datamodule_env(datamodule, "predict")
         if return_predictions is False:
@@ -477,6 +514,14 @@ class RLTrainer(L.Trainer):
         if observation is None:
             observation = self._reset_env(self._resolve_eval_env(resolved_model, env))
         if action_masks is None:
-            return resolved_model.predict(observation, state=state, episode_start=episode_start, deterministic=deterministic)
+            return resolved_model.predict(
+                observation, state=state, episode_start=episode_start, deterministic=deterministic
+            )
         predict_fn = cast(Any, resolved_model.predict)
-        return predict_fn(observation, state=state, episode_start=episode_start, deterministic=deterministic, action_masks=action_masks)
+        return predict_fn(
+            observation,
+            state=state,
+            episode_start=episode_start,
+            deterministic=deterministic,
+            action_masks=action_masks,
+        )

@@ -5,4 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
+# lint and format gate (configuration in pyproject.toml), before any test
+ruff check .
+ruff format --check .
 exec python -m pytest -n "${PYTEST_WORKERS:-2}" --timeout 900 "$@"

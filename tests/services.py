@@ -91,7 +91,9 @@ def postgres_server(database: str = "bench", timeout: float = 120) -> Iterator[s
             user = pwd.getpwnam("postgres")
         except KeyError:
             shutil.rmtree(root, ignore_errors=True)
-            raise ServiceError("running as root but there is no 'postgres' user (install Debian's postgresql)") from None
+            raise ServiceError(
+                "running as root but there is no 'postgres' user (install Debian's postgresql)"
+            ) from None
         os.chown(root, user.pw_uid, user.pw_gid)
     data, log = root / "data", root / "postgres.log"
     port = free_port()
@@ -171,7 +173,9 @@ class MlflowServer:
             if self.proc.poll() is not None:
                 raise ServiceError(f"mlflow server exited with code {self.proc.returncode}: {_tail(self.log)}")
             if time.monotonic() > deadline:
-                raise ServiceError(f"mlflow server did not answer {self.url}/health within {timeout:g} s: {_tail(self.log)}")
+                raise ServiceError(
+                    f"mlflow server did not answer {self.url}/health within {timeout:g} s: {_tail(self.log)}"
+                )
             time.sleep(0.5)
         return self.url
 

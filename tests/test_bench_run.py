@@ -82,7 +82,11 @@ def test_model_artifact_loads(grid: tuple[str, list[str], int, Path], tmp_path: 
     from lit_sb3 import PPO
 
     uri = grid[0]
-    run = next(r for r in _runs(uri, "grid") if r.data.tags["lit_sb3.algo"] == "ppo" and r.data.tags["lit_sb3.env"] == "CartPole-v1")
+    run = next(
+        r
+        for r in _runs(uri, "grid")
+        if r.data.tags["lit_sb3.algo"] == "ppo" and r.data.tags["lit_sb3.env"] == "CartPole-v1"
+    )
     local = _client(uri).download_artifacts(run.info.run_id, "model.zip", str(tmp_path))
     model = PPO.load(local)
     obs, _ = gym.make("CartPole-v1").reset(seed=0)
@@ -92,7 +96,9 @@ def test_model_artifact_loads(grid: tuple[str, list[str], int, Path], tmp_path: 
     assert csv_path.read_text().splitlines()[0] == "step,mean_reward,std_reward,mean_ep_length"
 
 
-def test_rerun_adds_nothing_and_dry_run(grid: tuple[str, list[str], int, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_rerun_adds_nothing_and_dry_run(
+    grid: tuple[str, list[str], int, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     uri, argv, _, folder = grid
     before = len(_runs(uri, "grid", None))
     capsys.readouterr()
@@ -111,7 +117,9 @@ def test_rerun_adds_nothing_and_dry_run(grid: tuple[str, list[str], int, Path], 
 # ---------------------------------------------------------------------------------------------------------
 def test_faulty_jobs_fail_alone(in_tmp_path: Path, mlflow_template: Path) -> None:
     uri = _store(in_tmp_path, mlflow_template)
-    envs = ",".join(["CartPole-v1", *(f"{FAULTY}:{name}" for name in ("Raising-v0", "NaNReward-v0", "Hanging-v0", "Segfault-v0"))])
+    envs = ",".join(
+        ["CartPole-v1", *(f"{FAULTY}:{name}" for name in ("Raising-v0", "NaNReward-v0", "Hanging-v0", "Segfault-v0"))]
+    )
     code = main(["run", "--algos", "a2c", "--envs", envs, "--jobs", "2", "--timeout", "30", "--tracking-uri", uri,
                  "--experiment", "faulty", "--n-timesteps", "256", "--eval-freq", "128", "--eval-episodes", "2",
                  "--hyperparams", "n_steps=16"])  # fmt: skip
@@ -119,7 +127,9 @@ def test_faulty_jobs_fail_alone(in_tmp_path: Path, mlflow_template: Path) -> Non
     runs = {r.data.tags["lit_sb3.env"].split(":")[-1]: r for r in _runs(uri, "faulty")}
     assert len(runs) == 5
     assert runs["CartPole-v1"].info.status == "FINISHED"
-    reasons = {env: r.data.tags.get("lit_sb3.failure_reason", "") for env, r in runs.items() if r.info.status == "FAILED"}
+    reasons = {
+        env: r.data.tags.get("lit_sb3.failure_reason", "") for env, r in runs.items() if r.info.status == "FAILED"
+    }
     assert set(reasons) == {"Raising-v0", "NaNReward-v0", "Hanging-v0", "Segfault-v0"}
     assert "RuntimeError: faulty env: boom" in reasons["Raising-v0"]
     assert reasons["NaNReward-v0"].startswith("diverged: rollout/reward = nan at step")
@@ -161,8 +171,13 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path, monkeypat
             "--experiment", "killed", "--n-timesteps", "10000", "--eval-freq", "1000", "--eval-episodes", "2",
             "--hyperparams", "n_steps=8"]  # fmt: skip
     marker = f"BENCH_TEST_MARKER={uuid.uuid4().hex}"
-    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1], "PYTHONPATH": str(ROOT),
-           "LIT_SB3_METRICS_FLUSH_SECONDS": "0", "TMPDIR": str(tmp)}  # the evaluation curve is watched live below
+    env = {
+        **os.environ,
+        marker.split("=")[0]: marker.split("=")[1],
+        "PYTHONPATH": str(ROOT),
+        "LIT_SB3_METRICS_FLUSH_SECONDS": "0",
+        "TMPDIR": str(tmp),
+    }  # the evaluation curve is watched live below
     proc = subprocess.Popen([sys.executable, "-m", "lit_sb3.zoo.cli", *argv], cwd=in_tmp_path, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
@@ -187,7 +202,9 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path, monkeypat
     deadline = time.monotonic() + 30
     while _marked_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
-    left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200] for pid in _marked_processes(marker)}
+    left = {
+        pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200] for pid in _marked_processes(marker)
+    }
     assert not left, f"processes outlived the killed bench run: {left}"
     running = [r for r in _runs(uri, "killed") if r.info.status == "RUNNING"]
     assert len(running) == 1, [(r.info.status, r.data.tags.get("lit_sb3.seed")) for r in _runs(uri, "killed")]
@@ -220,11 +237,16 @@ BAD_YAML = "CartPole-v1:\n  n_steps: 64\n   gamma: 0.9\n"
         (["--algos", "ppo", "--envs", "CartPole-v1", "--config", "bad.yml"], "bad.yml:3"),
         (["--algos", "ppo", "--envs", "CartPole-v1", "--hyperparams", "n_stepz=5"], "unknown hyperparameter 'n_stepz'"),
         (["--algos", "dqn", "--envs", "Pendulum-v1"], "nothing to run: dqn needs a Discrete action space"),
-        (["--algos", "ppo", "--envs", "CartPole-v1", "--tracking-uri", "http://127.0.0.1:1"], "cannot reach tracking URI"),
+        (
+            ["--algos", "ppo", "--envs", "CartPole-v1", "--tracking-uri", "http://127.0.0.1:1"],
+            "cannot reach tracking URI",
+        ),
         (["--algos", "ppo", "--envs", f"{FAULTY}x:Raising-v0"], "cannot import module"),
         (["--algos", "ppo", "--envs", "CartPole-v1", "--log-interval", "0"], "--log-interval must be >= 1, got 0"),
-        (["--algos", "ppo", "--envs", "CartPole-v1", "--env-var", "LIT_SB3_METRICS_FLUSH_SECONDS=soon"],
-         "LIT_SB3_METRICS_FLUSH_SECONDS must be a number of seconds >= 0, got 'soon'"),
+        (
+            ["--algos", "ppo", "--envs", "CartPole-v1", "--env-var", "LIT_SB3_METRICS_FLUSH_SECONDS=soon"],
+            "LIT_SB3_METRICS_FLUSH_SECONDS must be a number of seconds >= 0, got 'soon'",
+        ),
     ],
 )
 def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_template: Path,

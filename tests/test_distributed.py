@@ -121,7 +121,10 @@ def test_unreachable_ray_address_is_one_line_error(in_tmp_path: Path, capsys: py
     assert code == 2 and f"cannot reach the Ray cluster at '{address}'" in err, err
     code = main(["run", "--launcher", "ray", "--ray-address", "head-node", "--algos", "a2c", "--envs", "CartPole-v1",
                  "--tracking-uri", uri, *TINY])  # fmt: skip
-    assert code == 2 and "--ray-address must be auto, HOST:PORT or ray://HOST:PORT, got 'head-node'" in capsys.readouterr().err
+    assert (
+        code == 2
+        and "--ray-address must be auto, HOST:PORT or ray://HOST:PORT, got 'head-node'" in capsys.readouterr().err
+    )
     assert not (in_tmp_path / "mlflow.db").exists() and not (in_tmp_path / "optuna.db").exists()
 
 

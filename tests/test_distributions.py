@@ -182,7 +182,9 @@ def test_make_proba_distribution(space: spaces.Space, cls: type, shape: tuple[in
 
 def test_make_proba_distribution_sde_and_errors() -> None:
     assert isinstance(make_proba_distribution(spaces.Box(-1, 1, (2,)), use_sde=True), StateDependentNoiseDistribution)
-    with pytest.raises(NotImplementedError, match=r"Tuple.*supported action spaces: Box, Discrete, MultiDiscrete, MultiBinary"):
+    with pytest.raises(
+        NotImplementedError, match=r"Tuple.*supported action spaces: Box, Discrete, MultiDiscrete, MultiBinary"
+    ):
         make_proba_distribution(spaces.Tuple([spaces.Discrete(2)]))
     with pytest.raises(NotImplementedError, match="MultiBinary"):
         make_proba_distribution(spaces.MultiBinary([2, 2]))

@@ -15,7 +15,12 @@ th.set_num_threads(1)
 
 def test_defaults_match_sb3():
     model = DQN("MlpPolicy")
-    assert (model.learning_rate, model.buffer_size, model.learning_starts, model.batch_size) == (1e-4, 1_000_000, 100, 32)
+    assert (model.learning_rate, model.buffer_size, model.learning_starts, model.batch_size) == (
+        1e-4,
+        1_000_000,
+        100,
+        32,
+    )
     assert (model.tau, model.gamma, model.gradient_steps, model.target_update_interval) == (1.0, 0.99, 1, 10000)
     assert (model.exploration_fraction, model.exploration_initial_eps, model.exploration_final_eps) == (0.1, 1.0, 0.05)
     assert model.max_grad_norm == 10 and model.train_freq.frequency == 4
@@ -23,8 +28,15 @@ def test_defaults_match_sb3():
 
 def test_exploration_schedule_and_target_updates():
     model = DQN(
-        "MlpPolicy", learning_starts=0, exploration_fraction=0.5, exploration_initial_eps=1.0, exploration_final_eps=0.1,
-        target_update_interval=40, batch_size=16, policy_kwargs=dict(net_arch=[16]), seed=0,
+        "MlpPolicy",
+        learning_starts=0,
+        exploration_fraction=0.5,
+        exploration_initial_eps=1.0,
+        exploration_final_eps=0.1,
+        target_update_interval=40,
+        batch_size=16,
+        policy_kwargs=dict(net_arch=[16]),
+        seed=0,
     )
     eps = []
     target_changes = []
@@ -65,9 +77,19 @@ def test_predict_is_greedy_when_deterministic():
 
 def _zoo_cartpole_dqn(seed: int) -> DQN:
     return DQN(
-        "MlpPolicy", learning_rate=2.3e-3, batch_size=64, buffer_size=100_000, learning_starts=1000, gamma=0.99,
-        target_update_interval=10, train_freq=256, gradient_steps=128, exploration_fraction=0.16,
-        exploration_final_eps=0.04, policy_kwargs=dict(net_arch=[256, 256]), seed=seed,
+        "MlpPolicy",
+        learning_rate=2.3e-3,
+        batch_size=64,
+        buffer_size=100_000,
+        learning_starts=1000,
+        gamma=0.99,
+        target_update_interval=10,
+        train_freq=256,
+        gradient_steps=128,
+        exploration_fraction=0.16,
+        exploration_final_eps=0.04,
+        policy_kwargs=dict(net_arch=[256, 256]),
+        seed=seed,
     )
 
 
@@ -76,5 +98,7 @@ def test_dqn_learns_cartpole_with_zoo_hyperparameters():
     """rl-baselines3-zoo's CartPole-v1 hyperparameters, 5e4 steps: greedy mean >= 195."""
     model = _zoo_cartpole_dqn(seed=0)
     model.learn(50_000, env="CartPole-v1")
-    mean_reward, _ = evaluate_policy(model, make_vec_env("CartPole-v1", seed=123), n_eval_episodes=10, deterministic=True)
+    mean_reward, _ = evaluate_policy(
+        model, make_vec_env("CartPole-v1", seed=123), n_eval_episodes=10, deterministic=True
+    )
     assert mean_reward >= 195

@@ -273,7 +273,12 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
 
     def fit(model, steps, ckpt_path=None):
         trainer = RLTrainer(max_steps=steps, logger=False, default_root_dir=tmp_path)
-        trainer.fit(model, datamodule=RLEnvDataModule("Pendulum-v1"), ckpt_path=ckpt_path, weights_only=True if ckpt_path else None)
+        trainer.fit(
+            model,
+            datamodule=RLEnvDataModule("Pendulum-v1"),
+            ckpt_path=ckpt_path,
+            weights_only=True if ckpt_path else None,
+        )
         return trainer
 
     straight = SAC("MlpPolicy", **kwargs)
@@ -294,7 +299,9 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
         assert th.equal(expected[key], got[key]), key
     for name, tensor in straight.replay_buffer._storage_tensors().items():
         assert th.equal(tensor, resumed.replay_buffer._storage_tensors()[name]), name
-    for a, b in zip(straight.actor.optimizer.state_dict()["state"].values(), resumed.actor.optimizer.state_dict()["state"].values()):
+    for a, b in zip(
+        straight.actor.optimizer.state_dict()["state"].values(), resumed.actor.optimizer.state_dict()["state"].values()
+    ):
         assert th.equal(a["exp_avg"], b["exp_avg"])
 
 
@@ -307,7 +314,14 @@ def test_dump_logs_every_log_interval_episodes():
     model = tiny_dqn(learning_starts=20)
     model.learn(150, env="CartPole-v1", log_every_n_steps=1)
     logged = model.last_logged
-    for key in ("time/fps", "time/episodes", "rollout/ep_rew_mean", "rollout/ep_len_mean", "train/loss", "train/n_updates"):
+    for key in (
+        "time/fps",
+        "time/episodes",
+        "rollout/ep_rew_mean",
+        "rollout/ep_len_mean",
+        "train/loss",
+        "train/n_updates",
+    ):
         assert key in logged, key
     assert isinstance(logged["train/loss"], float)
 

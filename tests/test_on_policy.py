@@ -21,12 +21,23 @@ from lit_sb3.core.schedules import linear_schedule
 
 def test_ppo_learns_cartpole_with_zoo_hyperparameters(in_tmp_path):
     """RL Zoo CartPole-v1 settings: deterministic mean >= 475 over 20 episodes within 100k env steps (seed 0)."""
-    model = PPO("MlpPolicy", n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
-                learning_rate=linear_schedule(1e-3), clip_range=linear_schedule(0.2), seed=0)
+    model = PPO(
+        "MlpPolicy",
+        n_steps=32,
+        batch_size=256,
+        gae_lambda=0.8,
+        gamma=0.98,
+        n_epochs=20,
+        ent_coef=0.0,
+        learning_rate=linear_schedule(1e-3),
+        clip_range=linear_schedule(0.2),
+        seed=0,
+    )
     dm = RLEnvDataModule(train_env="CartPole-v1", n_envs=8, seed=0)
     stop = StopTrainingOnRewardThreshold(reward_threshold=475)
-    eval_cb = EvalCallback(dm.get_env("validate"), callback_on_new_best=stop, n_eval_episodes=20, eval_freq=5000 // 8,
-                           verbose=0)
+    eval_cb = EvalCallback(
+        dm.get_env("validate"), callback_on_new_best=stop, n_eval_episodes=20, eval_freq=5000 // 8, verbose=0
+    )
     trainer = RLTrainer(max_steps=100_000, rl_callback=eval_cb, logger=False)
     trainer.fit(model, datamodule=dm)
     assert model.num_timesteps <= 100_000
@@ -39,8 +50,9 @@ def test_a2c_learns_cartpole(in_tmp_path):
     model = A2C("MlpPolicy", ent_coef=0.0, seed=0)
     dm = RLEnvDataModule(train_env="CartPole-v1", n_envs=8, seed=0)
     stop = StopTrainingOnRewardThreshold(reward_threshold=150)
-    eval_cb = EvalCallback(dm.get_env("validate"), callback_on_new_best=stop, n_eval_episodes=10, eval_freq=4000 // 8,
-                           verbose=0)
+    eval_cb = EvalCallback(
+        dm.get_env("validate"), callback_on_new_best=stop, n_eval_episodes=10, eval_freq=4000 // 8, verbose=0
+    )
     trainer = RLTrainer(max_steps=60_000, rl_callback=eval_cb, logger=False)
     trainer.fit(model, datamodule=dm)
     assert trainer.validate(model, datamodule=dm, n_eval_episodes=10)[0]["validate/mean_reward"] >= 150
@@ -49,8 +61,19 @@ def test_a2c_learns_cartpole(in_tmp_path):
 @pytest.mark.slow
 def test_ppo_learns_pendulum():
     """RL Zoo Pendulum-v1 PPO settings: mean >= -300 after 100k steps."""
-    model = PPO("MlpPolicy", n_steps=1024, gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0, learning_rate=1e-3,
-                clip_range=0.2, use_sde=True, sde_sample_freq=4, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        n_steps=1024,
+        gae_lambda=0.95,
+        gamma=0.9,
+        n_epochs=10,
+        ent_coef=0.0,
+        learning_rate=1e-3,
+        clip_range=0.2,
+        use_sde=True,
+        sde_sample_freq=4,
+        seed=0,
+    )
     dm = RLEnvDataModule(train_env="Pendulum-v1", n_envs=4, seed=0, normalize=True, normalize_kwargs={"gamma": 0.9})
     trainer = RLTrainer(max_steps=100_000, logger=False)
     trainer.fit(model, datamodule=dm)
@@ -61,18 +84,22 @@ class DictObsEnv(gym.Env):
     """Dict observation (vector + image + discrete), Discrete actions; reward for matching the discrete key."""
 
     def __init__(self):
-        self.observation_space = spaces.Dict({
-            "vec": spaces.Box(-1, 1, (3,), np.float32),
-            "img": spaces.Box(0, 255, (36, 36, 1), np.uint8),
-            "mode": spaces.Discrete(3),
-        })
+        self.observation_space = spaces.Dict(
+            {
+                "vec": spaces.Box(-1, 1, (3,), np.float32),
+                "img": spaces.Box(0, 255, (36, 36, 1), np.uint8),
+                "mode": spaces.Discrete(3),
+            }
+        )
         self.action_space = spaces.Discrete(3)
         self._t = 0
 
     def _obs(self):
-        return {"vec": self.np_random.uniform(-1, 1, 3).astype(np.float32),
-                "img": self.np_random.integers(0, 255, (36, 36, 1), dtype=np.uint8),
-                "mode": int(self.np_random.integers(3))}
+        return {
+            "vec": self.np_random.uniform(-1, 1, 3).astype(np.float32),
+            "img": self.np_random.integers(0, 255, (36, 36, 1), dtype=np.uint8),
+            "mode": int(self.np_random.integers(3)),
+        }
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -156,8 +183,17 @@ def test_multidiscrete_and_multibinary_actions(space, algo, in_tmp_path):
 
 
 def test_gsde_and_value_clipping(in_tmp_path):
-    model = PPO("MlpPolicy", n_steps=64, batch_size=32, n_epochs=2, use_sde=True, sde_sample_freq=4, clip_range_vf=0.2,
-                target_kl=0.05, seed=0)
+    model = PPO(
+        "MlpPolicy",
+        n_steps=64,
+        batch_size=32,
+        n_epochs=2,
+        use_sde=True,
+        sde_sample_freq=4,
+        clip_range_vf=0.2,
+        target_kl=0.05,
+        seed=0,
+    )
     model.learn(256, env="Pendulum-v1")
     assert np.isfinite(model.last_logged["train/value_loss"])
     assert "train/std" in model.last_logged
@@ -166,8 +202,15 @@ def test_gsde_and_value_clipping(in_tmp_path):
 def test_eval_checkpoint_and_stop_callbacks(in_tmp_path):
     dm = RLEnvDataModule(train_env="CartPole-v1", seed=0)
     no_improvement = StopTrainingOnNoModelImprovement(max_no_improvement_evals=0, min_evals=1)
-    eval_cb = EvalCallback(dm.get_env("validate"), callback_after_eval=no_improvement, n_eval_episodes=2, eval_freq=32,
-                           log_path=str(in_tmp_path / "eval"), best_model_save_path=str(in_tmp_path / "best"), verbose=0)
+    eval_cb = EvalCallback(
+        dm.get_env("validate"),
+        callback_after_eval=no_improvement,
+        n_eval_episodes=2,
+        eval_freq=32,
+        log_path=str(in_tmp_path / "eval"),
+        best_model_save_path=str(in_tmp_path / "best"),
+        verbose=0,
+    )
     ckpt = CheckpointCallback(save_freq=64, save_path=str(in_tmp_path / "ckpt"), name_prefix="ppo")
     model = PPO("MlpPolicy", n_steps=32, batch_size=32, n_epochs=1, learning_rate=0.0, seed=0)
     trainer = RLTrainer(max_steps=2048, rl_callback=[eval_cb, ckpt], logger=False)
@@ -186,7 +229,7 @@ def test_every_n_timesteps_and_max_episodes(in_tmp_path):
     triggered = []
     from lit_sb3.callbacks import ConvertCallback
 
-    every = EveryNTimesteps(n_steps=50, callback=ConvertCallback(lambda l, g: triggered.append(1) or True))
+    every = EveryNTimesteps(n_steps=50, callback=ConvertCallback(lambda _locals, _globals: triggered.append(1) or True))
     model = A2C("MlpPolicy", seed=0)
     model.learn(500, env="CartPole-v1", callback=every)
     assert len(triggered) == 10

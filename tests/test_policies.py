@@ -159,7 +159,16 @@ def test_nature_cnn_errors() -> None:
 
 def test_mlp_helpers() -> None:
     layers = create_mlp(3, 2, [8, 8], nn.ReLU, squash_output=True, post_linear_modules=[nn.LayerNorm])
-    assert [type(m) for m in layers] == [nn.Linear, nn.LayerNorm, nn.ReLU, nn.Linear, nn.LayerNorm, nn.ReLU, nn.Linear, nn.Tanh]
+    assert [type(m) for m in layers] == [
+        nn.Linear,
+        nn.LayerNorm,
+        nn.ReLU,
+        nn.Linear,
+        nn.LayerNorm,
+        nn.ReLU,
+        nn.Linear,
+        nn.Tanh,
+    ]
     extractor = MlpExtractor(5, dict(pi=[7], vf=[9, 3]), nn.ReLU)
     assert (extractor.latent_dim_pi, extractor.latent_dim_vf) == (7, 3)
     assert get_actor_critic_arch([4]) == ([4], [4])
@@ -229,7 +238,9 @@ def test_sac_policy() -> None:
 
 
 def test_sac_shared_extractor_gets_no_critic_gradient() -> None:
-    img_policy = SACPolicy(IMG, ASYM_ACTIONS, LR, features_extractor_class=NatureCNN, share_features_extractor=True, net_arch=[8])
+    img_policy = SACPolicy(
+        IMG, ASYM_ACTIONS, LR, features_extractor_class=NatureCNN, share_features_extractor=True, net_arch=[8]
+    )
     assert img_policy.critic.features_extractor is img_policy.actor.features_extractor
     critic_ids = {id(p) for g in img_policy.critic.optimizer.param_groups for p in g["params"]}
     assert not critic_ids & {id(p) for p in img_policy.actor.features_extractor.parameters()}
@@ -333,6 +344,16 @@ def test_constructor_parameters_round_trip() -> None:
     assert th.allclose(clone.predict_values(obs), policy.predict_values(obs))
     for cls in (SACPolicy, TD3Policy):
         p = cls(BOX_OBS, ASYM_ACTIONS, LR, net_arch=[8])
-        cls(BOX_OBS, ASYM_ACTIONS, LR, **decode_constructor_parameters(json.loads(json.dumps(p._get_constructor_parameters()))))
+        cls(
+            BOX_OBS,
+            ASYM_ACTIONS,
+            LR,
+            **decode_constructor_parameters(json.loads(json.dumps(p._get_constructor_parameters()))),
+        )
     d = DQNPolicy(BOX_OBS, spaces.Discrete(2), LR)
-    DQNPolicy(BOX_OBS, spaces.Discrete(2), LR, **decode_constructor_parameters(json.loads(json.dumps(d._get_constructor_parameters()))))
+    DQNPolicy(
+        BOX_OBS,
+        spaces.Discrete(2),
+        LR,
+        **decode_constructor_parameters(json.loads(json.dumps(d._get_constructor_parameters()))),
+    )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ EVAL_STEPS = [1000, 2000, 3000, 4000]
 
 def _write_store(root: Path) -> tuple[str, dict[str, str]]:
     from mlflow import MlflowClient
-    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.entities import Metric, Param
 
     uri = f"sqlite:///{root / 'mlflow.db'}"
     client = MlflowClient(tracking_uri=uri)
@@ -36,10 +35,17 @@ def _write_store(root: Path) -> tuple[str, dict[str, str]]:
             seeds = [0, 1, 2, 3] if (algo == "sac" and env == "Pendulum-v1") else [0, 1, 2]  # unequal seeds
             for seed in seeds:
                 tags = {
-                    "mlflow.parentRunId": parent, "lit_sb3.run_type": "job", "lit_sb3.algo": algo,
-                    "lit_sb3.env": env, "lit_sb3.seed": str(seed), "lit_sb3.job_id": f"{algo}-{env}-{seed}",
-                    "lit_sb3.config_hash": f"h{algo}{len(env)}", "lit_sb3.version": "0.1.0",
-                    "torch.version": "2.5.0", "gymnasium.version": "1.4.0", "git.commit": "abc1234",
+                    "mlflow.parentRunId": parent,
+                    "lit_sb3.run_type": "job",
+                    "lit_sb3.algo": algo,
+                    "lit_sb3.env": env,
+                    "lit_sb3.seed": str(seed),
+                    "lit_sb3.job_id": f"{algo}-{env}-{seed}",
+                    "lit_sb3.config_hash": f"h{algo}{len(env)}",
+                    "lit_sb3.version": "0.1.0",
+                    "torch.version": "2.5.0",
+                    "gymnasium.version": "1.4.0",
+                    "git.commit": "abc1234",
                 }
                 run = client.create_run(exp_id, tags=tags)
                 rid = run.info.run_id
@@ -49,19 +55,31 @@ def _write_store(root: Path) -> tuple[str, dict[str, str]]:
                 metrics = [Metric("eval/mean_reward", v, now, s) for s, v in zip(EVAL_STEPS, curve)]
                 metrics += [Metric("eval/std_reward", 1.0, now, s) for s in EVAL_STEPS]
                 metrics += [Metric("time/fps", 500.0 + seed, now, s) for s in EVAL_STEPS]
-                metrics += [Metric("final/mean_reward", final, now, EVAL_STEPS[-1]),
-                            Metric("time/wall_seconds", 10.0 + seed, now, 0),
-                            Metric("time/total_timesteps", EVAL_STEPS[-1], now, 0)]
+                metrics += [
+                    Metric("final/mean_reward", final, now, EVAL_STEPS[-1]),
+                    Metric("time/wall_seconds", 10.0 + seed, now, 0),
+                    Metric("time/total_timesteps", EVAL_STEPS[-1], now, 0),
+                ]
                 client.log_batch(rid, metrics=metrics, params=[Param("learning_rate", "0.001")])
                 client.set_terminated(rid, "FINISHED")
                 ids[f"{algo}/{env}/{seed}"] = rid
     # one FAILED job and one tune trial (ignored)
-    bad = client.create_run(exp_id, tags={"mlflow.parentRunId": parent, "lit_sb3.run_type": "job",
-                                          "lit_sb3.algo": "td3", "lit_sb3.env": "Pendulum-v1", "lit_sb3.seed": "3",
-                                          "lit_sb3.failure_reason": "NaN loss"})
+    bad = client.create_run(
+        exp_id,
+        tags={
+            "mlflow.parentRunId": parent,
+            "lit_sb3.run_type": "job",
+            "lit_sb3.algo": "td3",
+            "lit_sb3.env": "Pendulum-v1",
+            "lit_sb3.seed": "3",
+            "lit_sb3.failure_reason": "NaN loss",
+        },
+    )
     client.set_terminated(bad.info.run_id, "FAILED")
-    trial = client.create_run(exp_id, tags={"lit_sb3.run_type": "trial", "lit_sb3.algo": "dqn",
-                                            "lit_sb3.env": "CartPole-v1", "lit_sb3.seed": "0"})
+    trial = client.create_run(
+        exp_id,
+        tags={"lit_sb3.run_type": "trial", "lit_sb3.algo": "dqn", "lit_sb3.env": "CartPole-v1", "lit_sb3.seed": "0"},
+    )
     client.log_batch(trial.info.run_id, metrics=[Metric("final/mean_reward", 1.0, 0, 0)])
     client.set_terminated(trial.info.run_id, "FINISHED")
     client.set_terminated(parent, "FINISHED")
@@ -79,8 +97,21 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
 def report(store: tuple[str, Path]) -> tuple[Path, int]:
     uri, root = store
     out = root / "report"
-    rc = main(["report", "--experiment", "suite", "--tracking-uri", uri, "--out", str(out), "--reps", "2000",
-               "--title", "Test report"])
+    rc = main(
+        [
+            "report",
+            "--experiment",
+            "suite",
+            "--tracking-uri",
+            uri,
+            "--out",
+            str(out),
+            "--reps",
+            "2000",
+            "--title",
+            "Test report",
+        ]
+    )
     return out, rc
 
 
@@ -89,8 +120,14 @@ def test_report_files(report: tuple[Path, int]) -> None:
     assert rc == 0
     figs = sorted((out / "figures").glob("*.png"))
     names = {f.name for f in figs}
-    assert {"aggregates.png", "performance_profiles.png", "probability_of_improvement.png", "iqm_curves.png",
-            "curves_Pendulum-v1.png", "curves_MountainCarContinuous-v0.png"} <= names
+    assert {
+        "aggregates.png",
+        "performance_profiles.png",
+        "probability_of_improvement.png",
+        "iqm_curves.png",
+        "curves_Pendulum-v1.png",
+        "curves_MountainCarContinuous-v0.png",
+    } <= names
     assert all(f.stat().st_size > 1000 for f in figs)
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") == len(figs)
@@ -99,8 +136,15 @@ def test_report_files(report: tuple[Path, int]) -> None:
     md = (out / "report.md").read_text()
     assert md.startswith("# Test report")
     assert "bench report --experiment suite" in md
-    for heading in ("## Summary", "## Aggregate metrics", "## Probability of improvement", "## Per-env results",
-                    "## Failed and missing runs", "## Wall-clock and throughput", "## Provenance"):
+    for heading in (
+        "## Summary",
+        "## Aggregate metrics",
+        "## Probability of improvement",
+        "## Per-env results",
+        "## Failed and missing runs",
+        "## Wall-clock and throughput",
+        "## Provenance",
+    ):
         assert heading in md
     assert "| algo | median | IQM | mean | optimality gap |" in md
     assert "sac is credibly better than ppo" in md
@@ -119,8 +163,11 @@ def test_report_data(report: tuple[Path, int], store: tuple[str, Path]) -> None:
     assert agg["reps"] == 2000 and agg["table_version"] >= 1 and agg["scale"] == "normalised score"
     iqm = agg["aggregates"]["sac"]["iqm"]
     assert iqm["low"] <= iqm["point"] <= iqm["high"]
-    assert {(d["x"], d["y"]) for d in agg["probability_of_improvement"]} == {("ppo", "sac"), ("ppo", "td3"),
-                                                                               ("sac", "td3")}
+    assert {(d["x"], d["y"]) for d in agg["probability_of_improvement"]} == {
+        ("ppo", "sac"),
+        ("ppo", "td3"),
+        ("sac", "td3"),
+    }
     assert agg["not_finished"] == [{"algo": "td3", "env": "Pendulum-v1", "count": 1, "reasons": ["NaN loss"]}]
     assert agg["per_env"]["Pendulum-v1"]["sac"]["runs"] == 4
     assert len(agg["iqm_curves"]["x"]) == len(EVAL_STEPS)
@@ -140,8 +187,25 @@ def test_report_data(report: tuple[Path, int], store: tuple[str, Path]) -> None:
 
 def test_report_filters_and_raw(store: tuple[str, Path], tmp_path: Path) -> None:
     uri, _ = store
-    rc = main(["report", "--experiment", "suite", "--tracking-uri", uri, "--out", str(tmp_path), "--reps", "500",
-               "--algos", "sac,td3", "--envs", "Pendulum-v1", "--normalize", "none"])
+    rc = main(
+        [
+            "report",
+            "--experiment",
+            "suite",
+            "--tracking-uri",
+            uri,
+            "--out",
+            str(tmp_path),
+            "--reps",
+            "500",
+            "--algos",
+            "sac,td3",
+            "--envs",
+            "Pendulum-v1",
+            "--normalize",
+            "none",
+        ]
+    )
     assert rc == 0
     agg = json.loads((tmp_path / "aggregates.json").read_text())
     assert set(agg["aggregates"]) == {"sac", "td3"} and agg["tasks"] == ["Pendulum-v1"]
@@ -153,7 +217,10 @@ def test_report_filters_and_raw(store: tuple[str, Path], tmp_path: Path) -> None
     [
         (["--experiment", "suitee"], "experiment 'suitee' not found in sqlite:"),
         (["--experiment", "other"], "has no FINISHED job runs"),
-        (["--experiment", "suite", "--algos", "sacc"], "algorithm 'sacc' has no runs in this experiment (did you mean 'sac'?)"),
+        (
+            ["--experiment", "suite", "--algos", "sacc"],
+            "algorithm 'sacc' has no runs in this experiment (did you mean 'sac'?)",
+        ),
         (["--experiment", "suite", "--envs", "Pendulum-v0"], "(did you mean 'Pendulum-v1'?)"),
     ],
 )

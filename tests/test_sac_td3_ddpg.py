@@ -22,7 +22,9 @@ def test_sac_defaults_and_entropy_settings():
     assert model.target_entropy == -1.0  # -dim(A)
     assert isinstance(model.log_ent_coef, th.nn.Parameter) and model.ent_coef_optimizer is not None
     assert set(model._optimizers_to_save()) == {"actor.optimizer", "critic.optimizer", "ent_coef_optimizer"}
-    assert isinstance(model.last_logged.get("train/ent_coef", model._log_buffer.get("train/ent_coef")), (float, th.Tensor))
+    assert isinstance(
+        model.last_logged.get("train/ent_coef", model._log_buffer.get("train/ent_coef")), (float, th.Tensor)
+    )
 
     init = SAC("MlpPolicy", ent_coef="auto_0.1", **TINY)
     init.learn(20, env="Pendulum-v1")  # no update yet
@@ -70,7 +72,9 @@ def test_td3_policy_delay_counts_updates():
 
 
 def _evaluate(model) -> float:
-    mean_reward, _ = evaluate_policy(model, make_vec_env("Pendulum-v1", seed=1234), n_eval_episodes=5, deterministic=True)
+    mean_reward, _ = evaluate_policy(
+        model, make_vec_env("Pendulum-v1", seed=1234), n_eval_episodes=5, deterministic=True
+    )
     return float(mean_reward)
 
 

@@ -82,8 +82,14 @@ def test_aggregate_cis_match_rliable(data: dict[str, np.ndarray]) -> None:
     from rliable import metrics
 
     def func(x: np.ndarray) -> np.ndarray:
-        return np.array([metrics.aggregate_median(x), metrics.aggregate_iqm(x), metrics.aggregate_mean(x),
-                         metrics.aggregate_optimality_gap(x)])
+        return np.array(
+            [
+                metrics.aggregate_median(x),
+                metrics.aggregate_iqm(x),
+                metrics.aggregate_mean(x),
+                metrics.aggregate_optimality_gap(x),
+            ]
+        )
 
     reps = 5_000  # Monte-Carlo SE of a CI bound here is ~0.002; rliable's Python loop costs ~1 ms a rep
     np.random.seed(0)  # rliable draws from the global generator
@@ -114,8 +120,14 @@ def test_improvement_cis_match_rliable(data: dict[str, np.ndarray]) -> None:
 
     def fast_poi(x: np.ndarray, y: np.ndarray) -> float:
         # rliable's definition with numpy instead of scipy's mannwhitneyu (checked equal below): 5 ms -> 0.1 ms
-        return float(np.mean([((x[:, t, None] > y[None, :, t]) + 0.5 * (x[:, t, None] == y[None, :, t])).mean()
-                              for t in range(x.shape[1])]))
+        return float(
+            np.mean(
+                [
+                    ((x[:, t, None] > y[None, :, t]) + 0.5 * (x[:, t, None] == y[None, :, t])).mean()
+                    for t in range(x.shape[1])
+                ]
+            )
+        )
 
     assert fast_poi(data["a"], data["b"]) == pytest.approx(metrics.probability_of_improvement(data["a"], data["b"]))
     reps = 5000

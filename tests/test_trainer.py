@@ -30,13 +30,20 @@ def test_max_steps_must_be_positive(bad):
 
 @pytest.mark.parametrize(
     "kwargs, names",
-    [({"max_epochs": 3}, "max_epochs"), ({"min_epochs": 1}, "min_epochs"), ({"min_steps": 2}, "min_steps"),
-     ({"max_epochs": 3, "min_steps": 2}, "max_epochs, min_steps")],
+    [
+        ({"max_epochs": 3}, "max_epochs"),
+        ({"min_epochs": 1}, "min_epochs"),
+        ({"min_steps": 2}, "min_steps"),
+        ({"max_epochs": 3, "min_steps": 2}, "max_epochs, min_steps"),
+    ],
 )
 def test_epoch_limits_rejected_with_seed_message(kwargs, names):
     with pytest.raises(ValueError) as info:
         RLTrainer(max_steps=10, **kwargs)
-    assert str(info.value) == f"RLTrainer manages Lightning loop limits from `max_steps`; unsupported constructor args: {names}."
+    assert (
+        str(info.value)
+        == f"RLTrainer manages Lightning loop limits from `max_steps`; unsupported constructor args: {names}."
+    )
 
 
 def test_lightning_arguments_forwarded(tmp_path):
@@ -107,8 +114,11 @@ def test_default_tensorboard_logger_folder(in_tmp_path):
 def test_any_lightning_logger_gets_sb3_keys_on_env_steps(in_tmp_path):
     csv = CSVLogger(str(in_tmp_path), name="csv")
     tb = TensorBoardLogger(str(in_tmp_path), name="tb")
-    mlf = MLFlowLogger(experiment_name="t", tracking_uri=f"sqlite:///{in_tmp_path}/mlflow.db",
-                       artifact_location=str(in_tmp_path / "mlartifacts"))
+    mlf = MLFlowLogger(
+        experiment_name="t",
+        tracking_uri=f"sqlite:///{in_tmp_path}/mlflow.db",
+        artifact_location=str(in_tmp_path / "mlartifacts"),
+    )
     model = small_ppo()
     trainer = RLTrainer(max_steps=192, logger=[csv, tb, mlf])
     trainer.fit(model, datamodule=RLEnvDataModule(train_env="CartPole-v1", seed=0))
@@ -149,8 +159,9 @@ def test_callbacks_fire_in_sb3_order_and_can_stop(in_tmp_path):
     cb = OrderCallback()
     model = PPO("MlpPolicy", n_steps=4, batch_size=4, n_epochs=1, seed=0)
     model.learn(8, env="CartPole-v1", callback=cb)
-    assert cb.events == ["training_start", "rollout_start"] + ["step"] * 4 + ["rollout_end", "rollout_start"] + ["step"] * 4 + [
-        "rollout_end", "training_end"]
+    assert cb.events == ["training_start", "rollout_start"] + ["step"] * 4 + ["rollout_end", "rollout_start"] + [
+        "step"
+    ] * 4 + ["rollout_end", "training_end"]
     stopper = OrderCallback(stop_after=3)
     model = PPO("MlpPolicy", n_steps=64, batch_size=32, n_epochs=1, seed=0)
     model.learn(10_000, env="CartPole-v1", callback=stopper)
@@ -160,7 +171,7 @@ def test_callbacks_fire_in_sb3_order_and_can_stop(in_tmp_path):
 def test_function_callback_and_callback_list(in_tmp_path):
     calls = []
     model = A2C("MlpPolicy", seed=0)
-    model.learn(20, env="CartPole-v1", callback=[OrderCallback(), lambda l, g: calls.append(1) or True])
+    model.learn(20, env="CartPole-v1", callback=[OrderCallback(), lambda _locals, _globals: calls.append(1) or True])
     assert len(calls) == 20
 
 
@@ -227,7 +238,9 @@ def test_load_with_mismatched_env(in_tmp_path):
 
 
 def test_save_load_identical_actions_and_parameters(in_tmp_path):
-    model = PPO("MlpPolicy", n_steps=64, batch_size=32, n_epochs=2, learning_rate=lambda p: 3e-4 * p if False else 3e-4, seed=0)
+    model = PPO(
+        "MlpPolicy", n_steps=64, batch_size=32, n_epochs=2, learning_rate=lambda p: 3e-4 * p if False else 3e-4, seed=0
+    )
     model = small_ppo(learning_rate=3e-4)
     model.learn(128, env="Pendulum-v1")
     model.save(in_tmp_path / "ppo_pendulum")

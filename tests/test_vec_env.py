@@ -43,7 +43,9 @@ class ImageEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array"]}
 
-    def __init__(self, ep_len: int = 5, shape: tuple[int, int, int] = (8, 6, 3), render_mode: str | None = None) -> None:
+    def __init__(
+        self, ep_len: int = 5, shape: tuple[int, int, int] = (8, 6, 3), render_mode: str | None = None
+    ) -> None:
         self.observation_space = spaces.Box(0, 255, shape=shape, dtype=np.uint8)
         self.action_space = spaces.Discrete(2)
         self.ep_len = ep_len
@@ -125,7 +127,6 @@ def test_dummy_auto_reset_terminal_observation_and_truncation() -> None:
     assert obs.shape == (2, 4) and obs.dtype == np.float32
     assert len(venv.reset_infos) == 2
     for step in range(7):
-        prev = obs
         obs, rewards, dones, infos = venv.step(np.array([0, 1]))
         assert rewards.dtype == np.float32 and dones.dtype == np.bool_
         assert infos[0] is not infos[1]
@@ -490,7 +491,9 @@ def test_wrapper_getattr_and_unwrap() -> None:
 # ----------------------------------------------------------------------------- creation helpers
 def test_check_env_id_suggestion() -> None:
     check_env_id("CartPole-v1")
-    with pytest.raises(ValueError, match=r"Environment id 'CartPol-v1' is not registered in gymnasium \(did you mean 'CartPole-v1'"):
+    with pytest.raises(
+        ValueError, match=r"Environment id 'CartPol-v1' is not registered in gymnasium \(did you mean 'CartPole-v1'"
+    ):
         check_env_id("CartPol-v1")
     with pytest.raises(gym.error.NameNotFound):
         make_vec_env("CartPol-v1")
@@ -507,8 +510,13 @@ def test_make_vec_env_variants(tmp_path) -> None:
     assert venv.envs[1].action_space.sample() == (lambda s: (s.seed(6), s.sample())[1])(spaces.Discrete(2))
     assert sorted(os.listdir(tmp_path)) == ["0.monitor.csv", "1.monitor.csv"]
 
-    by_class = make_vec_env(ImageEnv, n_envs=2, env_kwargs={"ep_len": 2}, wrapper_class=gym.wrappers.TimeLimit,
-                            wrapper_kwargs={"max_episode_steps": 10})
+    by_class = make_vec_env(
+        ImageEnv,
+        n_envs=2,
+        env_kwargs={"ep_len": 2},
+        wrapper_class=gym.wrappers.TimeLimit,
+        wrapper_kwargs={"max_episode_steps": 10},
+    )
     assert by_class.get_attr("ep_len") == [2, 2]
     assert by_class.env_is_wrapped(Monitor) == [True, True]
     assert isinstance(by_class.envs[0], gym.wrappers.TimeLimit) and isinstance(by_class.envs[0].env, Monitor)

@@ -163,10 +163,25 @@ class A2C(OnPolicyAlgorithm):
         if hasattr(self.policy, "log_std"):
             self.record("train/std", th.exp(self.policy.log_std.detach()).mean())
 
-    def learn(self: SelfA2C, total_timesteps: int, env=None, callback=None, log_every_n_steps: int | None = 100,
-              tb_log_name: str = "A2C", reset_num_timesteps: bool = True, progress_bar: bool = False,
-              default_root_dir=None) -> SelfA2C:
+    def learn(
+        self: SelfA2C,
+        total_timesteps: int,
+        env=None,
+        callback=None,
+        log_every_n_steps: int | None = 100,
+        tb_log_name: str = "A2C",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir=None,
+    ) -> SelfA2C:
         """See :meth:`BaseAlgorithm.learn` (``log_every_n_steps`` counts iterations)."""
-        return super().learn(total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps,
-                             tb_log_name=tb_log_name, reset_num_timesteps=reset_num_timesteps,
-                             progress_bar=progress_bar, default_root_dir=default_root_dir)
+        return super().learn(
+            total_timesteps,
+            env=env,
+            callback=callback,
+            log_every_n_steps=log_every_n_steps,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+            default_root_dir=default_root_dir,
+        )

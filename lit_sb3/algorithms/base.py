@@ -12,12 +12,10 @@ import io
 import pathlib
 import random
 import time
-import warnings
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
-import gymnasium as gym
 import lightning as L
 import numpy as np
 import torch as th
@@ -64,8 +62,15 @@ class BaseAlgorithm(L.LightningModule):
     policy: BasePolicy
     # plain (non-tensor) counters written every env step: set without nn.Module.__setattr__'s checks (~7 us -> 0.3 us)
     _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = frozenset(
-        {"num_timesteps", "_last_obs", "_last_original_obs", "_last_episode_starts", "_current_progress_remaining",
-         "_episode_num", "_n_updates"}
+        {
+            "num_timesteps",
+            "_last_obs",
+            "_last_original_obs",
+            "_last_episode_starts",
+            "_current_progress_remaining",
+            "_episode_num",
+            "_n_updates",
+        }
     )
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -165,7 +170,9 @@ class BaseAlgorithm(L.LightningModule):
                 f"({type(vec_env.action_space).__name__}); supported: {allowed}."
             )
         if not support_multi_env and vec_env.num_envs > 1:
-            raise ValueError(f"{type(self).__name__} does not support multiple envs (got {vec_env.num_envs}); use a single env.")
+            raise ValueError(
+                f"{type(self).__name__} does not support multiple envs (got {vec_env.num_envs}); use a single env."
+            )
         if self.use_sde and not isinstance(vec_env.action_space, spaces.Box):
             raise ValueError("generalized State-Dependent Exploration (gSDE) can only be used with continuous actions.")
         if isinstance(vec_env.action_space, spaces.Box):
@@ -456,7 +463,9 @@ class BaseAlgorithm(L.LightningModule):
         params = {}
         for key, value in self._constructor_params().items():
             try:
-                params[key] = value if isinstance(value, (int, float, str, bool)) or value is None else str(jsonable(value))
+                params[key] = (
+                    value if isinstance(value, (int, float, str, bool)) or value is None else str(jsonable(value))
+                )
             except TypeError:
                 params[key] = repr(value)
         params["algo"] = type(self).__name__
@@ -605,7 +614,10 @@ class BaseAlgorithm(L.LightningModule):
             "vec_normalize": self._vec_normalize_env.state_dict() if self._vec_normalize_env is not None else None,
             "env_state": capture_vec_env_state(self.env) if self.env is not None else None,
             "extra": self._extra_checkpoint_state(),
-            "spaces": {"observation": space_to_dict(self.observation_space), "action": space_to_dict(self.action_space)},
+            "spaces": {
+                "observation": space_to_dict(self.observation_space),
+                "action": space_to_dict(self.action_space),
+            },
         }
         checkpoint["lit_sb3"] = _to_checkpoint_safe(state)
 
@@ -752,7 +764,9 @@ class BaseAlgorithm(L.LightningModule):
         """
         data, tensors = load_archive(path, device="cpu")
         if data.get("algo") != cls.__name__:
-            raise ValueError(f"The archive holds a {data.get('algo')} model, not {cls.__name__}; use {data.get('algo')}.load().")
+            raise ValueError(
+                f"The archive holds a {data.get('algo')} model, not {cls.__name__}; use {data.get('algo')}.load()."
+            )
         params = {k: from_jsonable(v) for k, v in data["params"].items()}
         params.update(custom_objects or {})
         params.update(kwargs)
@@ -764,15 +778,21 @@ class BaseAlgorithm(L.LightningModule):
             saved_obs, saved_act = model.observation_space, model.action_space
             vec_env = model._wrap_env(env)
             if vec_env.observation_space != saved_obs:
-                raise ValueError(f"Observation spaces do not match: the model expects {saved_obs}, the env has {vec_env.observation_space}.")
+                raise ValueError(
+                    f"Observation spaces do not match: the model expects {saved_obs}, the env has {vec_env.observation_space}."
+                )
             if vec_env.action_space != saved_act:
-                raise ValueError(f"Action spaces do not match: the model expects {saved_act}, the env has {vec_env.action_space}.")
+                raise ValueError(
+                    f"Action spaces do not match: the model expects {saved_act}, the env has {vec_env.action_space}."
+                )
             model._init_env_metadata(vec_env)
             model.n_envs = vec_env.num_envs
         model._setup_model()
         missing, unexpected = model.load_state_dict(tensors["model"], strict=False)
         if unexpected or [k for k in missing if not k.startswith("replay")]:
-            raise ValueError(f"The archive does not match {cls.__name__}'s networks (missing {missing[:5]}, unexpected {unexpected[:5]}).")
+            raise ValueError(
+                f"The archive does not match {cls.__name__}'s networks (missing {missing[:5]}, unexpected {unexpected[:5]})."
+            )
         for name, opt in model._optimizers_to_save().items():
             if name in tensors.get("optimizers", {}):
                 opt.load_state_dict(tensors["optimizers"][name])

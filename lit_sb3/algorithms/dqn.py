@@ -120,9 +120,18 @@ class DQN(OffPolicyAlgorithm):
             support_multi_env=True,
             supported_action_spaces=(spaces.Discrete,),
         )
-        if isinstance(target_update_interval, bool) or not isinstance(target_update_interval, int) or target_update_interval < 1:
-            raise ValueError(f"target_update_interval must be an integer >= 1 (env steps), got {target_update_interval!r}.")
-        for name, value in (("exploration_initial_eps", exploration_initial_eps), ("exploration_final_eps", exploration_final_eps)):
+        if (
+            isinstance(target_update_interval, bool)
+            or not isinstance(target_update_interval, int)
+            or target_update_interval < 1
+        ):
+            raise ValueError(
+                f"target_update_interval must be an integer >= 1 (env steps), got {target_update_interval!r}."
+            )
+        for name, value in (
+            ("exploration_initial_eps", exploration_initial_eps),
+            ("exploration_final_eps", exploration_final_eps),
+        ):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {value}.")
         if not 0.0 <= exploration_fraction <= 1.0:
@@ -264,7 +273,11 @@ class DQN(OffPolicyAlgorithm):
         self.exploration_rate = float(data.get("exploration_rate", 0.0))
 
     def _extra_checkpoint_state(self) -> dict[str, Any]:
-        return {**super()._extra_checkpoint_state(), "n_calls": self._n_calls, "exploration_rate": self.exploration_rate}
+        return {
+            **super()._extra_checkpoint_state(),
+            "n_calls": self._n_calls,
+            "exploration_rate": self.exploration_rate,
+        }
 
     def _load_extra_checkpoint_state(self, state: dict[str, Any]) -> None:
         super()._load_extra_checkpoint_state(state)

@@ -64,8 +64,14 @@ del _cls
 
 # modules whose forward does not depend on `training` (anything else, e.g. BatchNorm, Dropout or a custom
 # module, makes the algorithms switch the policy between training and evaluation mode as SB3 does)
-_MODE_FREE_MODULES = ("torch.nn.modules.linear", "torch.nn.modules.conv", "torch.nn.modules.activation",
-                      "torch.nn.modules.container", "torch.nn.modules.flatten", "torch.nn.modules.normalization")
+_MODE_FREE_MODULES = (
+    "torch.nn.modules.linear",
+    "torch.nn.modules.conv",
+    "torch.nn.modules.activation",
+    "torch.nn.modules.container",
+    "torch.nn.modules.flatten",
+    "torch.nn.modules.normalization",
+)
 
 
 def _train_mode_matters(module: th.nn.Module) -> bool:
@@ -120,7 +126,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     automatic_optimization = False
     # plain attributes written after every env step: stored without nn.Module.__setattr__'s bookkeeping
     # (~2-3 us per assignment, several per step); they are never parameters, buffers or modules
-    _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = BaseAlgorithm._PLAIN_HOT_ATTRIBUTES | {"_n_calls", "exploration_rate"}
+    _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = BaseAlgorithm._PLAIN_HOT_ATTRIBUTES | {
+        "_n_calls",
+        "exploration_rate",
+    }
     # one training_step runs collect/update cycles until at least this many env steps were collected
     min_env_steps_per_training_step: ClassVar[int] = 32
 
@@ -179,9 +188,15 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"`gamma` must be in [0, 1], got {gamma}.")
         if action_noise is not None and not isinstance(action_noise, ActionNoise):
-            raise TypeError(f"`action_noise` must be an ActionNoise (e.g. NormalActionNoise) or None, got {action_noise!r}.")
-        if replay_buffer_class is not None and not (isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)):
-            raise TypeError(f"`replay_buffer_class` must be a ReplayBuffer subclass or None, got {replay_buffer_class!r}.")
+            raise TypeError(
+                f"`action_noise` must be an ActionNoise (e.g. NormalActionNoise) or None, got {action_noise!r}."
+            )
+        if replay_buffer_class is not None and not (
+            isinstance(replay_buffer_class, type) and issubclass(replay_buffer_class, ReplayBuffer)
+        ):
+            raise TypeError(
+                f"`replay_buffer_class` must be a ReplayBuffer subclass or None, got {replay_buffer_class!r}."
+            )
         self.buffer_size = buffer_size
         self.batch_size = batch_size
         self.learning_starts = learning_starts
@@ -217,16 +232,22 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if not isinstance(train_freq, (tuple, list)):
             train_freq = (train_freq, "step")
         if len(train_freq) != 2:
-            raise ValueError(f"`train_freq` must be an int or a tuple (n, 'step' | 'episode'), got {self.train_freq!r}.")
+            raise ValueError(
+                f"`train_freq` must be an int or a tuple (n, 'step' | 'episode'), got {self.train_freq!r}."
+            )
         try:
             unit = TrainFrequencyUnit(train_freq[1])
         except ValueError as e:
-            raise ValueError(f"The unit of the `train_freq` must be either 'step' or 'episode' not '{train_freq[1]}'!") from e
+            raise ValueError(
+                f"The unit of the `train_freq` must be either 'step' or 'episode' not '{train_freq[1]}'!"
+            ) from e
         frequency = train_freq[0]
         if isinstance(frequency, bool) or not isinstance(frequency, (int, np.integer)):
             raise ValueError(f"The frequency of `train_freq` must be an integer and not {frequency}")
         if frequency < 1:
-            raise ValueError(f"The frequency of `train_freq` must be >= 1 (collect at least one step or episode), got {frequency}.")
+            raise ValueError(
+                f"The frequency of `train_freq` must be >= 1 (collect at least one step or episode), got {frequency}."
+            )
         self.train_freq = TrainFreq(int(frequency), unit)
 
     def _setup_model(self) -> None:
@@ -252,7 +273,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if self.replay_buffer_class is None:
             if isinstance(self.observation_space, spaces.Dict):
                 if self.n_steps > 1:
-                    raise ValueError("N-step returns (n_steps > 1) are not supported for Dict observation spaces yet; use n_steps=1.")
+                    raise ValueError(
+                        "N-step returns (n_steps > 1) are not supported for Dict observation spaces yet; use n_steps=1."
+                    )
                 self.replay_buffer_class = DictReplayBuffer
             elif self.n_steps > 1:
                 self.replay_buffer_class = NStepReplayBuffer
@@ -264,7 +287,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             replay_buffer_kwargs = self.replay_buffer_kwargs.copy()
             if issubclass(self.replay_buffer_class, HerReplayBuffer):
                 if self.env is None:
-                    raise ValueError("You must pass an environment when using `HerReplayBuffer` (it calls env.compute_reward).")
+                    raise ValueError(
+                        "You must pass an environment when using `HerReplayBuffer` (it calls env.compute_reward)."
+                    )
                 if not self.env.has_attr("compute_reward"):
                     raise ValueError(
                         "HerReplayBuffer needs a goal-conditioned env (Dict observations with 'observation', "
@@ -592,7 +617,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         import json
 
         if getattr(self, "observation_space", None) is None:
-            raise RuntimeError("load_replay_buffer needs the model's spaces: train or load the model (with its env) first.")
+            raise RuntimeError(
+                "load_replay_buffer needs the model's spaces: train or load the model (with its env) first."
+            )
         if isinstance(path, (str, pathlib.Path)):
             path = pathlib.Path(path)
             if not path.exists() and path.suffix == "":
@@ -612,7 +639,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if issubclass(buffer_class, HerReplayBuffer):
             if self.env is None:
                 raise ValueError("You must attach an environment (set_env or load(env=...)) to load a HerReplayBuffer.")
-            buffer = buffer_class.load(path, self.observation_space, self.action_space, device=self.device, env=self.env)
+            buffer = buffer_class.load(
+                path, self.observation_space, self.action_space, device=self.device, env=self.env
+            )
             if truncate_last_traj:
                 buffer.truncate_last_trajectory()
         else:
@@ -654,7 +683,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             replay_buffer.dones[pos] = True
 
         assert self.env is not None
-        if self.action_noise is not None and self.env.num_envs > 1 and not isinstance(self.action_noise, VectorizedActionNoise):
+        if (
+            self.action_noise is not None
+            and self.env.num_envs > 1
+            and not isinstance(self.action_noise, VectorizedActionNoise)
+        ):
             self.action_noise = VectorizedActionNoise(self.action_noise, self.env.num_envs)
 
         return super()._setup_learn(total_timesteps, callback, run_name, reset_num_timesteps, progress_bar)
@@ -708,7 +741,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     # ------------------------------------------------------------------
 
     def _extra_checkpoint_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"action_noise": noise_to_dict(self.action_noise) if self.action_noise is not None else None}
+        state: dict[str, Any] = {
+            "action_noise": noise_to_dict(self.action_noise) if self.action_noise is not None else None
+        }
         if self.replay_buffer is not None:
             # the buffer's own npz format, kept as bytes in a uint8 tensor (loads with weights_only=True)
             stream = io.BytesIO()
@@ -724,6 +759,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             assert self.replay_buffer is not None
             stream = io.BytesIO(data.numpy().tobytes())
             kwargs: dict[str, Any] = {"env": self.env} if isinstance(self.replay_buffer, HerReplayBuffer) else {}
-            buffer = type(self.replay_buffer).load(stream, self.observation_space, self.action_space, device=self.device, **kwargs)
+            buffer = type(self.replay_buffer).load(
+                stream, self.observation_space, self.action_space, device=self.device, **kwargs
+            )
             buffer.device = self.device
             self.replay_buffer = buffer

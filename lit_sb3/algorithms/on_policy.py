@@ -26,7 +26,6 @@ from lit_sb3.vec_env import VecEnv
 __all__ = ["OnPolicyAlgorithm"]
 
 
-
 def obs_as_tensor(obs: np.ndarray | dict[str, np.ndarray], device: th.device) -> th.Tensor | dict[str, th.Tensor]:
     """Numpy observation(s) to tensor(s) on ``device`` without an extra copy on CPU."""
     if isinstance(obs, dict):
@@ -151,7 +150,9 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     # Collection
     # ------------------------------------------------------------------
 
-    def collect_rollouts(self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int) -> bool:
+    def collect_rollouts(
+        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+    ) -> bool:
         """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps per env; False if a callback stopped training.
 
         Args:
@@ -193,7 +194,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 actions = actions.reshape(-1, 1)
             # bootstrap with the value of the terminal observation on time-outs
             for idx, done in enumerate(dones):
-                if done and infos[idx].get("terminal_observation") is not None and infos[idx].get("TimeLimit.truncated", False):
+                if (
+                    done
+                    and infos[idx].get("terminal_observation") is not None
+                    and infos[idx].get("TimeLimit.truncated", False)
+                ):
                     terminal_obs = self.policy.obs_to_tensor(infos[idx]["terminal_observation"])[0]
                     with th.no_grad():
                         terminal_value = self.policy.predict_values(terminal_obs)[0]
@@ -229,7 +234,9 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         collected = 0
         while True:
             start = self.num_timesteps
-            continue_training = self.collect_rollouts(self.env, self._rl_callback, self.rollout_buffer, n_rollout_steps=self.n_steps)
+            continue_training = self.collect_rollouts(
+                self.env, self._rl_callback, self.rollout_buffer, n_rollout_steps=self.n_steps
+            )
             if not continue_training:
                 self._stop_requested = True
                 return None

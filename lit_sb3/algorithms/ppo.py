@@ -127,7 +127,9 @@ class PPO(OnPolicyAlgorithm):
         super()._setup_model()
         buffer_size = self.n_envs * self.n_steps
         if self.normalize_advantage and buffer_size <= 1:
-            raise ValueError(f"`n_steps * n_envs` must be greater than 1, got n_steps={self.n_steps}, n_envs={self.n_envs}.")
+            raise ValueError(
+                f"`n_steps * n_envs` must be greater than 1, got n_steps={self.n_steps}, n_envs={self.n_envs}."
+            )
         if buffer_size % self.batch_size > 0:
             warnings.warn(
                 f"You have specified a mini-batch size of {self.batch_size}, but because the `RolloutBuffer` is of size "
@@ -156,7 +158,11 @@ class PPO(OnPolicyAlgorithm):
         self._update_learning_rate(optimizer)
         clip_grad_norm = self._clip_grad_norm_fn()
         clip_range = self.clip_range_schedule(self._current_progress_remaining)
-        clip_range_vf = None if self.clip_range_vf_schedule is None else self.clip_range_vf_schedule(self._current_progress_remaining)
+        clip_range_vf = (
+            None
+            if self.clip_range_vf_schedule is None
+            else self.clip_range_vf_schedule(self._current_progress_remaining)
+        )
 
         pg_losses, value_losses, entropy_losses, clip_fractions, approx_kls = [], [], [], [], []
         loss = th.zeros(())
@@ -184,7 +190,9 @@ class PPO(OnPolicyAlgorithm):
                 if clip_range_vf is None:
                     values_pred = values
                 else:
-                    values_pred = rollout_data.old_values + th.clamp(values - rollout_data.old_values, -clip_range_vf, clip_range_vf)
+                    values_pred = rollout_data.old_values + th.clamp(
+                        values - rollout_data.old_values, -clip_range_vf, clip_range_vf
+                    )
                 value_loss = F.mse_loss(rollout_data.returns, values_pred)
 
                 # entropy bonus (approximated by -log_prob when the distribution has no closed form)
@@ -231,10 +239,25 @@ class PPO(OnPolicyAlgorithm):
         if clip_range_vf is not None:
             self.record("train/clip_range_vf", clip_range_vf)
 
-    def learn(self: SelfPPO, total_timesteps: int, env=None, callback=None, log_every_n_steps: int | None = 1,
-              tb_log_name: str = "PPO", reset_num_timesteps: bool = True, progress_bar: bool = False,
-              default_root_dir=None) -> SelfPPO:
+    def learn(
+        self: SelfPPO,
+        total_timesteps: int,
+        env=None,
+        callback=None,
+        log_every_n_steps: int | None = 1,
+        tb_log_name: str = "PPO",
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir=None,
+    ) -> SelfPPO:
         """See :meth:`BaseAlgorithm.learn` (``log_every_n_steps`` counts iterations)."""
-        return super().learn(total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps,
-                             tb_log_name=tb_log_name, reset_num_timesteps=reset_num_timesteps,
-                             progress_bar=progress_bar, default_root_dir=default_root_dir)
+        return super().learn(
+            total_timesteps,
+            env=env,
+            callback=callback,
+            log_every_n_steps=log_every_n_steps,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+            default_root_dir=default_root_dir,
+        )

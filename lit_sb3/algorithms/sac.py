@@ -45,12 +45,16 @@ def _check_ent_coef(ent_coef: str | float) -> None:
             except ValueError:
                 init_value = float("nan")
             if not init_value > 0.0:
-                raise ValueError(f"The initial value of ent_coef must be a number greater than 0, got {ent_coef!r} (e.g. 'auto_0.1').")
+                raise ValueError(
+                    f"The initial value of ent_coef must be a number greater than 0, got {ent_coef!r} (e.g. 'auto_0.1')."
+                )
             return
         try:
             float(ent_coef)
         except ValueError:
-            raise ValueError(f"ent_coef must be a float, 'auto' or 'auto_<initial value>' (e.g. 'auto_0.1'), got {ent_coef!r}.") from None
+            raise ValueError(
+                f"ent_coef must be a float, 'auto' or 'auto_<initial value>' (e.g. 'auto_0.1'), got {ent_coef!r}."
+            ) from None
     elif isinstance(ent_coef, bool) or not isinstance(ent_coef, (int, float, np.floating)):
         raise ValueError(f"ent_coef must be a float, 'auto' or 'auto_<initial value>', got {ent_coef!r}.")
 
@@ -158,7 +162,11 @@ class SAC(OffPolicyAlgorithm):
                 float(target_entropy)
             except (TypeError, ValueError):
                 raise ValueError(f"target_entropy must be 'auto' or a float, got {target_entropy!r}.") from None
-        if isinstance(target_update_interval, bool) or not isinstance(target_update_interval, int) or target_update_interval < 1:
+        if (
+            isinstance(target_update_interval, bool)
+            or not isinstance(target_update_interval, int)
+            or target_update_interval < 1
+        ):
             raise ValueError(f"target_update_interval must be an integer >= 1, got {target_update_interval!r}.")
         self.target_entropy = target_entropy
         self.log_ent_coef: nn.Parameter | None = None

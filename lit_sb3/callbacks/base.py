@@ -254,7 +254,9 @@ class StopTrainingOnMaxEpisodes(BaseCallback):
         self._total_max_episodes = self.max_episodes * self.model.n_envs
 
     def _on_step(self) -> bool:
-        assert "dones" in self.locals, "`dones` variable is not defined, please check your code next to `callback.on_step()`"
+        assert "dones" in self.locals, (
+            "`dones` variable is not defined, please check your code next to `callback.on_step()`"
+        )
         self.n_episodes += int(sum(self.locals["dones"]))
         continue_training = self.n_episodes < self._total_max_episodes
         if self.verbose >= 1 and not continue_training:

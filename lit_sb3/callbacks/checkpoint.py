@@ -43,7 +43,9 @@ class CheckpointCallback(BaseCallback):
         os.makedirs(self.save_path, exist_ok=True)
 
     def _checkpoint_path(self, checkpoint_type: str = "", extension: str = "") -> str:
-        return os.path.join(self.save_path, f"{self.name_prefix}_{checkpoint_type}{self.num_timesteps}_steps.{extension}")
+        return os.path.join(
+            self.save_path, f"{self.name_prefix}_{checkpoint_type}{self.num_timesteps}_steps.{extension}"
+        )
 
     def _on_step(self) -> bool:
         assert self.model is not None

@@ -77,7 +77,9 @@ class EvalCallback(EventCallback):
 
     def _init_callback(self) -> None:
         if not isinstance(self.training_env, type(self.eval_env)) and self.warn:
-            warnings.warn(f"Training and eval env are not of the same type {self.training_env} != {self.eval_env}")
+            warnings.warn(
+                f"Training and eval env are not of the same type {self.training_env} != {self.eval_env}", stacklevel=2
+            )
         if self.best_model_save_path is not None:
             os.makedirs(self.best_model_save_path, exist_ok=True)
         if self.log_path is not None:
@@ -137,7 +139,11 @@ class EvalCallback(EventCallback):
         if self.verbose >= 1:
             print(f"Eval num_timesteps={self.num_timesteps}, episode_reward={mean_reward:.2f} +/- {std_reward:.2f}")
             print(f"Episode length: {mean_ep_length:.2f} +/- {std_ep_length:.2f}")
-        metrics = {"eval/mean_reward": mean_reward, "eval/std_reward": std_reward, "eval/mean_ep_length": mean_ep_length}
+        metrics = {
+            "eval/mean_reward": mean_reward,
+            "eval/std_reward": std_reward,
+            "eval/mean_ep_length": mean_ep_length,
+        }
         if len(self._is_success_buffer) > 0:
             metrics["eval/success_rate"] = float(np.mean(self._is_success_buffer))
         self.model.log_metrics(metrics, step=self.num_timesteps)
@@ -180,7 +186,9 @@ class StopTrainingOnRewardThreshold(BaseCallback):
         self.reward_threshold = reward_threshold
 
     def _on_step(self) -> bool:
-        assert self.parent is not None, "``StopTrainingOnRewardThreshold`` callback must be used with an ``EvalCallback``"
+        assert self.parent is not None, (
+            "``StopTrainingOnRewardThreshold`` callback must be used with an ``EvalCallback``"
+        )
         continue_training = bool(self.parent.best_mean_reward < self.reward_threshold)
         if self.verbose >= 1 and not continue_training:
             print(
@@ -209,7 +217,9 @@ class StopTrainingOnNoModelImprovement(BaseCallback):
         self.no_improvement_evals = 0
 
     def _on_step(self) -> bool:
-        assert self.parent is not None, "``StopTrainingOnNoModelImprovement`` callback must be used with an ``EvalCallback``"
+        assert self.parent is not None, (
+            "``StopTrainingOnNoModelImprovement`` callback must be used with an ``EvalCallback``"
+        )
         continue_training = True
         if self.n_calls > self.min_evals:
             if self.parent.best_mean_reward > self.last_best_mean_reward:
@@ -220,5 +230,7 @@ class StopTrainingOnNoModelImprovement(BaseCallback):
                     continue_training = False
         self.last_best_mean_reward = self.parent.best_mean_reward
         if self.verbose >= 1 and not continue_training:
-            print(f"Stopping training because there was no new best model in the last {self.no_improvement_evals:d} evaluations")
+            print(
+                f"Stopping training because there was no new best model in the last {self.no_improvement_evals:d} evaluations"
+            )
         return continue_training

@@ -16,7 +16,14 @@ class ProgressBarCallback(BaseCallback):
         self._task = None
 
     def _on_training_start(self) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         assert self.model is not None
         total = self.model._total_timesteps

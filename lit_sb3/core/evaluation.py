@@ -72,6 +72,7 @@ def evaluate_policy(
             "episode lengths and rewards, if other wrappers happen to modify these. Consider wrapping environment "
             "first with ``Monitor`` wrapper.",
             UserWarning,
+            stacklevel=2,
         )
 
     n_envs = env.num_envs
@@ -133,7 +134,9 @@ def evaluate_policy(
     mean_reward = float(np.mean(episode_rewards))
     std_reward = float(np.std(episode_rewards))
     if reward_threshold is not None:
-        assert mean_reward > reward_threshold, f"Mean reward below threshold: {mean_reward:.2f} < {reward_threshold:.2f}"
+        assert mean_reward > reward_threshold, (
+            f"Mean reward below threshold: {mean_reward:.2f} < {reward_threshold:.2f}"
+        )
     if return_episode_rewards:
         return episode_rewards, episode_lengths
     return mean_reward, std_reward

@@ -36,11 +36,15 @@ def is_image_space_channels_first(observation_space: spaces.Box) -> bool:
     """Guess whether an image space is channel-first (smallest dimension first)."""
     smallest = int(np.argmin(observation_space.shape))
     if smallest == 1:
-        warnings.warn("Treating image space as channels-last, while second dimension was smallest of the three.")
+        warnings.warn(
+            "Treating image space as channels-last, while second dimension was smallest of the three.", stacklevel=2
+        )
     return smallest == 0
 
 
-def is_image_space(observation_space: spaces.Space, check_channels: bool = False, normalized_image: bool = False) -> bool:
+def is_image_space(
+    observation_space: spaces.Space, check_channels: bool = False, normalized_image: bool = False
+) -> bool:
     """A 3-D uint8 Box with values in [0, 255] (any 3-D Box if ``normalized_image``)."""
     check_dtype = check_bounds = not normalized_image
     if isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 3:
@@ -51,7 +55,11 @@ def is_image_space(observation_space: spaces.Space, check_channels: bool = False
             return False
         if not check_channels:
             return True
-        n_channels = observation_space.shape[0] if is_image_space_channels_first(observation_space) else observation_space.shape[-1]
+        n_channels = (
+            observation_space.shape[0]
+            if is_image_space_channels_first(observation_space)
+            else observation_space.shape[-1]
+        )
         return n_channels in [1, 3, 4]
     return False
 
@@ -81,7 +89,8 @@ def preprocess_obs(obs, observation_space: spaces.Space, normalize_images: bool 
     if isinstance(observation_space, spaces.Dict):
         assert isinstance(obs, dict), f"Expected dict, got {type(obs)}"
         return {
-            key: preprocess_obs(_obs, observation_space[key], normalize_images=normalize_images) for key, _obs in obs.items()
+            key: preprocess_obs(_obs, observation_space[key], normalize_images=normalize_images)
+            for key, _obs in obs.items()
         }
     assert isinstance(obs, th.Tensor), f"Expecting a torch Tensor, but got {type(obs)}"
     if isinstance(observation_space, spaces.Box):

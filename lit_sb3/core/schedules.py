@@ -6,8 +6,9 @@ Schedules are small data classes rather than closures, so that a saved model sto
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 __all__ = [
     "ConstantSchedule",

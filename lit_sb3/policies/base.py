@@ -46,7 +46,9 @@ __all__ = [
 SelfBaseModel = TypeVar("SelfBaseModel", bound="BaseModel")
 
 
-def optimizer_build_kwargs(optimizer_class: type[th.optim.Optimizer], optimizer_kwargs: dict[str, Any]) -> dict[str, Any]:
+def optimizer_build_kwargs(
+    optimizer_class: type[th.optim.Optimizer], optimizer_kwargs: dict[str, Any]
+) -> dict[str, Any]:
     """The keyword arguments actually used to build an optimizer: ``fused=True`` is added for Adam/AdamW
     unless the user chose ``fused``, ``foreach`` or ``differentiable`` (fused Adam runs on CPU and CUDA).
 
@@ -76,7 +78,9 @@ def encode_constructor_parameters(data: dict[str, Any]) -> dict[str, Any]:
     def encode(key: str, value: Any) -> Any:
         if isinstance(value, type):
             if not _class_keys(key):
-                raise TypeError(f"Cannot store the class {value!r} under key {key!r}: only 'activation_fn' and '*_class' keys hold classes.")
+                raise TypeError(
+                    f"Cannot store the class {value!r} under key {key!r}: only 'activation_fn' and '*_class' keys hold classes."
+                )
             return class_to_path(value)
         if isinstance(value, dict):
             return {str(k): encode(str(k), v) for k, v in value.items()}
@@ -197,9 +201,13 @@ class BaseModel(nn.Module):
         self.optimizer_class = optimizer_class
         self.optimizer_kwargs = dict(optimizer_kwargs) if optimizer_kwargs is not None else {}
         self.features_extractor_class = features_extractor_class
-        self.features_extractor_kwargs = dict(features_extractor_kwargs) if features_extractor_kwargs is not None else {}
-        if not normalize_images and isinstance(features_extractor_class, type) and issubclass(
-            features_extractor_class, (NatureCNN, CombinedExtractor)
+        self.features_extractor_kwargs = (
+            dict(features_extractor_kwargs) if features_extractor_kwargs is not None else {}
+        )
+        if (
+            not normalize_images
+            and isinstance(features_extractor_class, type)
+            and issubclass(features_extractor_class, (NatureCNN, CombinedExtractor))
         ):
             self.features_extractor_kwargs.update(normalized_image=True)
         self._is_image_obs = is_image_space(observation_space)
@@ -225,7 +233,9 @@ class BaseModel(nn.Module):
             params: parameters or parameter groups.
             lr: initial learning rate.
         """
-        return self.optimizer_class(params, lr=lr, **optimizer_build_kwargs(self.optimizer_class, self.optimizer_kwargs))
+        return self.optimizer_class(
+            params, lr=lr, **optimizer_build_kwargs(self.optimizer_class, self.optimizer_kwargs)
+        )
 
     def extract_features(self, obs: PyTorchObs, features_extractor: BaseFeaturesExtractor) -> th.Tensor:
         """Preprocess the observation (image scaling, one-hot) and run the features extractor.
@@ -276,13 +286,19 @@ class BaseModel(nn.Module):
         """
         if isinstance(observation, dict):
             if not isinstance(self.observation_space, spaces.Dict):
-                raise ValueError(f"The observation provided is a dict but the observation space is {self.observation_space}.")
+                raise ValueError(
+                    f"The observation provided is a dict but the observation space is {self.observation_space}."
+                )
             vectorized = False
             for key, obs in observation.items():
                 obs_space = self.observation_space.spaces[key]
-                vectorized = vectorized or is_vectorized_observation(maybe_transpose(np.asarray(obs), obs_space), obs_space)
+                vectorized = vectorized or is_vectorized_observation(
+                    maybe_transpose(np.asarray(obs), obs_space), obs_space
+                )
             return vectorized
-        return is_vectorized_observation(maybe_transpose(np.asarray(observation), self.observation_space), self.observation_space)
+        return is_vectorized_observation(
+            maybe_transpose(np.asarray(observation), self.observation_space), self.observation_space
+        )
 
     def obs_to_tensor(self, observation: np.ndarray | dict[str, np.ndarray]) -> tuple[PyTorchObs, bool]:
         """Convert an observation (single or batch, numpy or dict) to a batched tensor on the model's device.
@@ -298,10 +314,14 @@ class BaseModel(nn.Module):
         device = self.device
         if isinstance(observation, dict):
             if not isinstance(self.observation_space, spaces.Dict):
-                raise ValueError(f"The observation provided is a dict but the observation space is {self.observation_space}.")
+                raise ValueError(
+                    f"The observation provided is a dict but the observation space is {self.observation_space}."
+                )
             missing = set(self.observation_space.spaces) - set(observation)
             if missing:
-                raise ValueError(f"The observation dict lacks key(s) {sorted(missing)}; expected keys {list(self.observation_space.spaces)}.")
+                raise ValueError(
+                    f"The observation dict lacks key(s) {sorted(missing)}; expected keys {list(self.observation_space.spaces)}."
+                )
             vectorized = False
             tensors: dict[str, th.Tensor] = {}
             for key, obs_space in self.observation_space.spaces.items():
@@ -508,12 +528,16 @@ class ActorCriticPolicy(BasePolicy):
         self.features_extractor = self.make_features_extractor()
         self.features_dim = self.features_extractor.features_dim
         self.pi_features_extractor = self.features_extractor
-        self.vf_features_extractor = self.features_extractor if share_features_extractor else self.make_features_extractor()
+        self.vf_features_extractor = (
+            self.features_extractor if share_features_extractor else self.make_features_extractor()
+        )
         self.log_std_init = log_std_init
         self.use_sde = use_sde
         self.dist_kwargs: dict[str, Any] | None = None
         if use_sde:
-            self.dist_kwargs = dict(full_std=full_std, squash_output=squash_output, use_expln=use_expln, learn_features=False)
+            self.dist_kwargs = dict(
+                full_std=full_std, squash_output=squash_output, use_expln=use_expln, learn_features=False
+            )
         self.action_dist = make_proba_distribution(action_space, use_sde=use_sde, dist_kwargs=self.dist_kwargs)
         self._build(lr_schedule)
 
@@ -549,19 +573,25 @@ class ActorCriticPolicy(BasePolicy):
 
     def _build_mlp_extractor(self) -> None:
         """Create the policy and value MLPs."""
-        self.mlp_extractor = MlpExtractor(self.features_dim, net_arch=self.net_arch, activation_fn=self.activation_fn, device=self.device)
+        self.mlp_extractor = MlpExtractor(
+            self.features_dim, net_arch=self.net_arch, activation_fn=self.activation_fn, device=self.device
+        )
 
     def _build(self, lr_schedule: Schedule) -> None:
         """Create the networks and the optimizer."""
         self._build_mlp_extractor()
         latent_dim_pi = self.mlp_extractor.latent_dim_pi
         if isinstance(self.action_dist, DiagGaussianDistribution):
-            self.action_net, self.log_std = self.action_dist.proba_distribution_net(latent_dim=latent_dim_pi, log_std_init=self.log_std_init)
+            self.action_net, self.log_std = self.action_dist.proba_distribution_net(
+                latent_dim=latent_dim_pi, log_std_init=self.log_std_init
+            )
         elif isinstance(self.action_dist, StateDependentNoiseDistribution):
             self.action_net, self.log_std = self.action_dist.proba_distribution_net(
                 latent_dim=latent_dim_pi, latent_sde_dim=latent_dim_pi, log_std_init=self.log_std_init
             )
-        elif isinstance(self.action_dist, (CategoricalDistribution, MultiCategoricalDistribution, BernoulliDistribution)):
+        elif isinstance(
+            self.action_dist, (CategoricalDistribution, MultiCategoricalDistribution, BernoulliDistribution)
+        ):
             self.action_net = self.action_dist.proba_distribution_net(latent_dim=latent_dim_pi)
         else:
             raise NotImplementedError(f"Unsupported distribution '{self.action_dist}'.")
@@ -614,10 +644,18 @@ class ActorCriticPolicy(BasePolicy):
             features_extractor: extractor to use when shared (default ``self.features_extractor``).
         """
         if self.share_features_extractor:
-            return super().extract_features(obs, self.features_extractor if features_extractor is None else features_extractor)
+            return super().extract_features(
+                obs, self.features_extractor if features_extractor is None else features_extractor
+            )
         if features_extractor is not None:
-            warnings.warn("Provided features_extractor will be ignored because the features extractor is not shared.", UserWarning, stacklevel=2)
-        return super().extract_features(obs, self.pi_features_extractor), super().extract_features(obs, self.vf_features_extractor)
+            warnings.warn(
+                "Provided features_extractor will be ignored because the features extractor is not shared.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return super().extract_features(obs, self.pi_features_extractor), super().extract_features(
+            obs, self.vf_features_extractor
+        )
 
     def _get_action_dist_from_latent(self, latent_pi: th.Tensor) -> Distribution:
         """The action distribution for a policy latent."""

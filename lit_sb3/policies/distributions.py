@@ -162,7 +162,9 @@ class DiagGaussianDistribution(Distribution):
         assert self.mean_actions is not None
         return self.mean_actions
 
-    def actions_from_params(self, mean_actions: th.Tensor, log_std: th.Tensor, deterministic: bool = False) -> th.Tensor:
+    def actions_from_params(
+        self, mean_actions: th.Tensor, log_std: th.Tensor, deterministic: bool = False
+    ) -> th.Tensor:
         self.proba_distribution(mean_actions, log_std)
         return self.get_actions(deterministic=deterministic)
 
@@ -311,7 +313,10 @@ class MultiCategoricalDistribution(Distribution):
         """One ``torch.distributions.Categorical`` per dimension."""
         if self._uniform:
             assert self.logits is not None, "Call proba_distribution() first."
-            return [th.distributions.Categorical(logits=self.logits[:, i], validate_args=False) for i in range(len(self.action_dims))]
+            return [
+                th.distributions.Categorical(logits=self.logits[:, i], validate_args=False)
+                for i in range(len(self.action_dims))
+            ]
         return [th.distributions.Categorical(logits=s, validate_args=False) for s in self._split_logits]
 
     def log_prob(self, actions: th.Tensor) -> th.Tensor:
@@ -655,6 +660,7 @@ def kl_divergence(dist_true: Distribution, dist_pred: Distribution) -> th.Tensor
     if isinstance(dist_pred, MultiCategoricalDistribution):
         assert isinstance(dist_true, MultiCategoricalDistribution)
         return th.stack(
-            [th.distributions.kl_divergence(p, q) for p, q in zip(dist_true.distribution, dist_pred.distribution)], dim=1
+            [th.distributions.kl_divergence(p, q) for p, q in zip(dist_true.distribution, dist_pred.distribution)],
+            dim=1,
         ).sum(dim=1)
     return th.distributions.kl_divergence(dist_true.distribution, dist_pred.distribution)  # type: ignore[attr-defined]

@@ -10,7 +10,13 @@ from torch import nn
 
 from lit_sb3.core.types import PyTorchObs, Schedule
 from lit_sb3.policies.base import BasePolicy, encode_constructor_parameters
-from lit_sb3.policies.torch_layers import BaseFeaturesExtractor, CombinedExtractor, FlattenExtractor, NatureCNN, create_mlp
+from lit_sb3.policies.torch_layers import (
+    BaseFeaturesExtractor,
+    CombinedExtractor,
+    FlattenExtractor,
+    NatureCNN,
+    create_mlp,
+)
 
 __all__ = ["CnnPolicy", "DQNPolicy", "MlpPolicy", "MultiInputPolicy", "QNetwork"]
 
@@ -45,7 +51,9 @@ class QNetwork(BasePolicy):
         activation_fn: type[nn.Module] = nn.ReLU,
         normalize_images: bool = True,
     ) -> None:
-        super().__init__(observation_space, action_space, features_extractor=features_extractor, normalize_images=normalize_images)
+        super().__init__(
+            observation_space, action_space, features_extractor=features_extractor, normalize_images=normalize_images
+        )
         _require_discrete(action_space, "QNetwork")
         if net_arch is None:
             net_arch = [64, 64]

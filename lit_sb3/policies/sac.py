@@ -26,7 +26,16 @@ from lit_sb3.policies.torch_layers import (
     get_actor_critic_arch,
 )
 
-__all__ = ["LOG_STD_MAX", "LOG_STD_MIN", "Actor", "CnnPolicy", "ContinuousCritic", "MlpPolicy", "MultiInputPolicy", "SACPolicy"]
+__all__ = [
+    "LOG_STD_MAX",
+    "LOG_STD_MIN",
+    "Actor",
+    "CnnPolicy",
+    "ContinuousCritic",
+    "MlpPolicy",
+    "MultiInputPolicy",
+    "SACPolicy",
+]
 
 LOG_STD_MAX = 2
 LOG_STD_MIN = -20
@@ -68,7 +77,9 @@ class ContinuousCritic(BaseModel):
         n_critics: int = 2,
         share_features_extractor: bool = True,
     ) -> None:
-        super().__init__(observation_space, action_space, features_extractor=features_extractor, normalize_images=normalize_images)
+        super().__init__(
+            observation_space, action_space, features_extractor=features_extractor, normalize_images=normalize_images
+        )
         _require_box(action_space, "ContinuousCritic")
         if n_critics < 1:
             raise ValueError(f"n_critics must be >= 1, got {n_critics}.")
@@ -78,7 +89,9 @@ class ContinuousCritic(BaseModel):
         self.share_features_extractor = share_features_extractor
         self.n_critics = n_critics
         action_dim = get_action_dim(action_space)
-        self.qf = nn.Sequential(*create_ensemble_mlp(n_critics, features_dim + action_dim, 1, self.net_arch, activation_fn))
+        self.qf = nn.Sequential(
+            *create_ensemble_mlp(n_critics, features_dim + action_dim, 1, self.net_arch, activation_fn)
+        )
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return encode_constructor_parameters(
@@ -167,7 +180,11 @@ class Actor(BasePolicy):
         normalize_images: bool = True,
     ) -> None:
         super().__init__(
-            observation_space, action_space, features_extractor=features_extractor, normalize_images=normalize_images, squash_output=True
+            observation_space,
+            action_space,
+            features_extractor=features_extractor,
+            normalize_images=normalize_images,
+            squash_output=True,
         )
         _require_box(action_space, "SAC's Actor")
         self.use_sde = use_sde
@@ -329,7 +346,9 @@ class SACPolicy(BasePolicy):
         self.actor_kwargs = self.net_args.copy()
         self.actor_kwargs.update(use_sde=use_sde, log_std_init=log_std_init, use_expln=use_expln, clip_mean=clip_mean)
         self.critic_kwargs = self.net_args.copy()
-        self.critic_kwargs.update(n_critics=n_critics, net_arch=critic_arch, share_features_extractor=share_features_extractor)
+        self.critic_kwargs.update(
+            n_critics=n_critics, net_arch=critic_arch, share_features_extractor=share_features_extractor
+        )
         self.share_features_extractor = share_features_extractor
         self._build(lr_schedule)
 
@@ -383,7 +402,9 @@ class SACPolicy(BasePolicy):
 
     def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
         """A new critic (with a new features extractor unless one is given)."""
-        return ContinuousCritic(**self._update_features_extractor(self.critic_kwargs, features_extractor)).to(self.device)
+        return ContinuousCritic(**self._update_features_extractor(self.critic_kwargs, features_extractor)).to(
+            self.device
+        )
 
     def forward(self, obs: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self._predict(obs, deterministic=deterministic)

@@ -48,7 +48,11 @@ class Actor(BasePolicy):
         normalize_images: bool = True,
     ) -> None:
         super().__init__(
-            observation_space, action_space, features_extractor=features_extractor, normalize_images=normalize_images, squash_output=True
+            observation_space,
+            action_space,
+            features_extractor=features_extractor,
+            normalize_images=normalize_images,
+            squash_output=True,
         )
         _require_box(action_space, "TD3's Actor")
         self.net_arch = list(net_arch)
@@ -139,7 +143,9 @@ class TD3Policy(BasePolicy):
         )
         self.actor_kwargs = self.net_args.copy()
         self.critic_kwargs = self.net_args.copy()
-        self.critic_kwargs.update(n_critics=n_critics, net_arch=critic_arch, share_features_extractor=share_features_extractor)
+        self.critic_kwargs.update(
+            n_critics=n_critics, net_arch=critic_arch, share_features_extractor=share_features_extractor
+        )
         self.share_features_extractor = share_features_extractor
         self._build(lr_schedule)
 
@@ -186,7 +192,9 @@ class TD3Policy(BasePolicy):
 
     def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> ContinuousCritic:
         """A new critic (with a new features extractor unless one is given)."""
-        return ContinuousCritic(**self._update_features_extractor(self.critic_kwargs, features_extractor)).to(self.device)
+        return ContinuousCritic(**self._update_features_extractor(self.critic_kwargs, features_extractor)).to(
+            self.device
+        )
 
     def forward(self, observation: PyTorchObs, deterministic: bool = False) -> th.Tensor:
         return self._predict(observation, deterministic=deterministic)

@@ -76,7 +76,9 @@ class NatureCNN(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: gym.Space, features_dim: int = 512, normalized_image: bool = False) -> None:
         if not isinstance(observation_space, spaces.Box):
-            raise TypeError(f"NatureCNN must be used with a gymnasium.spaces.Box observation space, not {observation_space}.")
+            raise TypeError(
+                f"NatureCNN must be used with a gymnasium.spaces.Box observation space, not {observation_space}."
+            )
         super().__init__(observation_space, features_dim)
         if not is_image_space(observation_space, check_channels=False, normalized_image=normalized_image):
             raise ValueError(
@@ -314,7 +316,9 @@ class CombinedExtractor(BaseFeaturesExtractor):
         normalized_image: the images are already normalised (skips the uint8 checks).
     """
 
-    def __init__(self, observation_space: spaces.Dict, cnn_output_dim: int = 256, normalized_image: bool = False) -> None:
+    def __init__(
+        self, observation_space: spaces.Dict, cnn_output_dim: int = 256, normalized_image: bool = False
+    ) -> None:
         if not isinstance(observation_space, spaces.Dict):
             raise TypeError(
                 f"CombinedExtractor needs a gymnasium.spaces.Dict observation space, got {observation_space}; "

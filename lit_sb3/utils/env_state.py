@@ -27,7 +27,10 @@ def _plain(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
         return {"__nd__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
     if isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, np.number)) for v in value):
-        return {"__seq__": [v.item() if isinstance(v, np.generic) else v for v in value], "tuple": isinstance(value, tuple)}
+        return {
+            "__seq__": [v.item() if isinstance(v, np.generic) else v for v in value],
+            "tuple": isinstance(value, tuple),
+        }
     raise TypeError
 
 

@@ -55,7 +55,9 @@ def space_to_dict(space: spaces.Space) -> dict[str, Any]:
         return {"type": "Dict", "spaces": {key: space_to_dict(sub) for key, sub in space.spaces.items()}}
     if isinstance(space, spaces.Tuple):
         return {"type": "Tuple", "spaces": [space_to_dict(sub) for sub in space.spaces]}
-    raise NotImplementedError(f"Cannot serialise space {space}; supported: Box, Discrete, MultiDiscrete, MultiBinary, Dict, Tuple")
+    raise NotImplementedError(
+        f"Cannot serialise space {space}; supported: Box, Discrete, MultiDiscrete, MultiBinary, Dict, Tuple"
+    )
 
 
 def space_from_dict(data: dict[str, Any]) -> spaces.Space:
@@ -164,7 +166,9 @@ def save_archive(
         archive.writestr("system_info.txt", system_info)
 
 
-def load_archive(path: str | pathlib.Path | io.BufferedIOBase, device: th.device | str = "cpu") -> tuple[dict[str, Any], dict[str, Any]]:
+def load_archive(
+    path: str | pathlib.Path | io.BufferedIOBase, device: th.device | str = "cpu"
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read a model archive written by :func:`save_archive`; tensors are loaded with ``weights_only=True``."""
     if isinstance(path, (str, pathlib.Path)):
         path = pathlib.Path(path)
@@ -182,7 +186,9 @@ def load_archive(path: str | pathlib.Path | io.BufferedIOBase, device: th.device
             for name in names:
                 if name.endswith(".pth"):
                     with archive.open(name) as f:
-                        tensors[name[: -len(".pth")]] = th.load(io.BytesIO(f.read()), map_location=device, weights_only=True)
+                        tensors[name[: -len(".pth")]] = th.load(
+                            io.BytesIO(f.read()), map_location=device, weights_only=True
+                        )
     except zipfile.BadZipFile as exc:
         raise ValueError(f"{path} is not a valid zip model archive: {exc}") from exc
     return data, tensors

@@ -70,7 +70,9 @@ class VecEnv(ABC):
         try:
             render_modes = self.get_attr("render_mode")
         except AttributeError:
-            warnings.warn("The `render_mode` attribute is not defined in your environment. It will be set to None.")
+            warnings.warn(
+                "The `render_mode` attribute is not defined in your environment. It will be set to None.", stacklevel=2
+            )
             render_modes = [None for _ in range(num_envs)]
         if any(mode != render_modes[0] for mode in render_modes):
             raise ValueError(f"render_mode must be the same for all environments, got {render_modes}.")
@@ -156,18 +158,22 @@ class VecEnv(ABC):
             if self.render_mode != "rgb_array":
                 warnings.warn(
                     f"You tried to render a VecEnv with mode='{mode}' but the render mode defined when initializing "
-                    f"the environment must be 'human' or 'rgb_array', not '{self.render_mode}'."
+                    f"the environment must be 'human' or 'rgb_array', not '{self.render_mode}'.",
+                    stacklevel=2,
                 )
                 return None
         elif mode and self.render_mode != mode:
             warnings.warn(
                 f"The render mode is fixed when the environment is created: asked for '{mode}' "
-                f"but the environments use '{self.render_mode}'."
+                f"but the environments use '{self.render_mode}'.",
+                stacklevel=2,
             )
             return None
         mode = mode or self.render_mode
         if mode is None:
-            warnings.warn("You tried to call render() but no `render_mode` was passed to the env constructor.")
+            warnings.warn(
+                "You tried to call render() but no `render_mode` was passed to the env constructor.", stacklevel=2
+            )
             return None
         if self.render_mode == "human":
             self.env_method("render")

@@ -48,9 +48,7 @@ class DummyVecEnv(VecEnv):
         self.envs: list[gym.Env] = [fn() for fn in env_fns]
         for env in self.envs:
             if not isinstance(env, gym.Env):
-                raise TypeError(
-                    f"DummyVecEnv env functions must return a gymnasium.Env, got {type(env).__name__}."
-                )
+                raise TypeError(f"DummyVecEnv env functions must return a gymnasium.Env, got {type(env).__name__}.")
         if len({id(env.unwrapped) for env in self.envs}) != len(self.envs):
             raise ValueError(
                 "You tried to create multiple environments, but the function to create them returned the same "
@@ -119,7 +117,8 @@ class DummyVecEnv(VecEnv):
     def get_images(self) -> Sequence[np.ndarray | None]:
         if self.render_mode != "rgb_array":
             warnings.warn(
-                f"The render mode is {self.render_mode}, but this method assumes it is `rgb_array` to obtain images."
+                f"The render mode is {self.render_mode}, but this method assumes it is `rgb_array` to obtain images.",
+                stacklevel=2,
             )
             return [None for _ in self.envs]
         return [env.render() for env in self.envs]  # type: ignore[misc]

@@ -132,8 +132,18 @@ def make_vec_env(
         wrapper_kwargs: keyword arguments of ``wrapper_class``.
     """
     return _make_vec_env(
-        env_id, n_envs, seed, start_index, monitor_dir, wrapper_class, env_kwargs, vec_env_cls, vec_env_kwargs,
-        monitor_kwargs, wrapper_kwargs, monitor=True,
+        env_id,
+        n_envs,
+        seed,
+        start_index,
+        monitor_dir,
+        wrapper_class,
+        env_kwargs,
+        vec_env_cls,
+        vec_env_kwargs,
+        monitor_kwargs,
+        wrapper_kwargs,
+        monitor=True,
     )
 
 
@@ -285,8 +295,18 @@ def wrap_env(
             env.seed(seed)
     elif isinstance(env_spec, str) or callable(env_spec):
         env = _make_vec_env(
-            env_spec, n_envs, seed, 0, monitor_dir, wrapper_class, env_kwargs, vec_env_cls, vec_env_kwargs,
-            monitor_kwargs, wrapper_kwargs, monitor=monitor_wrapper,
+            env_spec,
+            n_envs,
+            seed,
+            0,
+            monitor_dir,
+            wrapper_class,
+            env_kwargs,
+            vec_env_cls,
+            vec_env_kwargs,
+            monitor_kwargs,
+            wrapper_kwargs,
+            monitor=monitor_wrapper,
         )
     else:
         raise TypeError(

@@ -76,7 +76,9 @@ class StackedObservations(Generic[TObs]):
             channels_order: ``"first"``, ``"last"`` or ``None`` (auto).
         """
         if channels_order is None:
-            channels_first = is_image_space_channels_first(observation_space) if is_image_space(observation_space) else False
+            channels_first = (
+                is_image_space_channels_first(observation_space) if is_image_space(observation_space) else False
+            )
         else:
             if channels_order not in {"last", "first"}:
                 raise ValueError(f"`channels_order` must be one of following: 'last', 'first', got {channels_order!r}.")
@@ -112,7 +114,9 @@ class StackedObservations(Generic[TObs]):
         if isinstance(observations, dict):
             sub_infos = {
                 key: [
-                    {"terminal_observation": info["terminal_observation"][key]} if "terminal_observation" in info else {}
+                    {"terminal_observation": info["terminal_observation"][key]}
+                    if "terminal_observation" in info
+                    else {}
                     for info in infos
                 ]
                 for key in observations.keys()
@@ -120,7 +124,9 @@ class StackedObservations(Generic[TObs]):
             stacked_obs = {}
             stacked_infos = {}
             for key, obs in observations.items():
-                stacked_obs[key], stacked_infos[key] = self.sub_stacked_observations[key].update(obs, dones, sub_infos[key])
+                stacked_obs[key], stacked_infos[key] = self.sub_stacked_observations[key].update(
+                    obs, dones, sub_infos[key]
+                )
             for env_idx in range(len(infos)):
                 if "terminal_observation" in infos[env_idx]:
                     terminal = dict(infos[env_idx]["terminal_observation"])
@@ -143,7 +149,7 @@ class StackedObservations(Generic[TObs]):
                     (previous_stack, old_terminal), axis=self.repeat_axis
                 )
             else:
-                warnings.warn("VecFrameStack wrapping a VecEnv without terminal_observation info")
+                warnings.warn("VecFrameStack wrapping a VecEnv without terminal_observation info", stacklevel=2)
             self.stacked_obs[env_idx] = 0
         if self.channels_first:
             self.stacked_obs[:, shift:, ...] = observations

@@ -22,7 +22,9 @@ class VecCheckNan(VecEnvWrapper):
         check_inf: also check for +inf/-inf.
     """
 
-    def __init__(self, venv: VecEnv, raise_exception: bool = False, warn_once: bool = True, check_inf: bool = True) -> None:
+    def __init__(
+        self, venv: VecEnv, raise_exception: bool = False, warn_once: bool = True, check_inf: bool = True
+    ) -> None:
         super().__init__(venv)
         self.raise_exception = raise_exception
         self.warn_once = warn_once
@@ -90,4 +92,4 @@ class VecCheckNan(VecEnvWrapper):
             msg += f"RL model, Last given value was: \r\n\tobservations={self._observations}"
         if self.raise_exception:
             raise ValueError(msg)
-        warnings.warn(msg, UserWarning)
+        warnings.warn(msg, UserWarning, stacklevel=2)

@@ -33,6 +33,7 @@ class VecMonitor(VecEnvWrapper):
                 "The environment is already wrapped with a `Monitor` wrapper but you are wrapping it with a "
                 "`VecMonitor` wrapper, the `Monitor` statistics will be overwritten by the `VecMonitor` ones.",
                 UserWarning,
+                stacklevel=2,
             )
         VecEnvWrapper.__init__(self, venv)
         self.episode_count = 0

@@ -604,7 +604,7 @@ def _wrapper_list(value: Any, src: _Source, key: str) -> list[tuple[str, dict[st
         if isinstance(item, str):
             out.append((item.strip(), {}))
         elif isinstance(item, Mapping) and len(item) == 1:
-            (name, kwargs), = item.items()
+            ((name, kwargs),) = item.items()
             if not isinstance(name, str):
                 raise src.error(key, f"bad wrapper name {name!r}")
             out.append((name.strip(), _as_mapping(kwargs, src, key)))

@@ -289,7 +289,9 @@ def plan_grid(
             cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides)
             budget = n_timesteps or cfg.n_timesteps or budgets.get(env_id)
             if not budget:
-                raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")
+                raise BenchError(
+                    f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps"
+                )
             config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
             params = cfg.to_jsonable()
             params["n_timesteps"] = int(budget)

@@ -142,13 +142,15 @@ def check_env_id(env_id: str) -> str:
         try:
             importlib.import_module(module)
         except Exception as exc:  # noqa: BLE001 - any import failure is the user's env id
-            raise BenchError(f"env id '{env_id}': cannot import module '{module}' ({type(exc).__name__}: {exc})") from exc
+            raise BenchError(
+                f"env id '{env_id}': cannot import module '{module}' ({type(exc).__name__}: {exc})"
+            ) from exc
     if name not in gym.registry:
         raise BenchError(f"unknown env id '{env_id}'{did_you_mean(name, registered_env_ids())}")
     return env_id
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def env_spaces(env_id: str) -> tuple[spaces.Space, spaces.Space]:
     """``(observation_space, action_space)`` of ``env_id``, made once and cached.
 

@@ -23,7 +23,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lit_sb3.zoo import plots, stats
-from lit_sb3.zoo.normalization import ScoreTable, load_table, normalize as normalize_score
+from lit_sb3.zoo.normalization import ScoreTable, load_table
+from lit_sb3.zoo.normalization import normalize as normalize_score
 from lit_sb3.zoo.results import Results
 
 __all__ = ["build_report", "Block"]
@@ -101,7 +102,7 @@ def _html(blocks: list[Block], title: str, folder: Path) -> str:
             data = base64.b64encode((folder / b.path).read_bytes()).decode("ascii")
             body.append(
                 f'<figure><img src="data:image/png;base64,{data}" alt="{e(b.text)}" data-file="{e(b.path)}">'
-                f"<figcaption>{e(b.text)} (<a href=\"{e(b.path)}\">{e(b.path)}</a>)</figcaption></figure>"
+                f'<figcaption>{e(b.text)} (<a href="{e(b.path)}">{e(b.path)}</a>)</figcaption></figure>'
             )
     style = (
         "body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
@@ -236,8 +237,19 @@ def build_report(
         w.writerow(["algo", "env", "seed", "run_id", "score", "normalized_score", "wall_seconds", "fps", "config_hash"])
         for r in sorted(results.runs, key=lambda r: (r.algo, r.env, r.seed)):
             n = norm_or_nan(r.env, r.score)
-            w.writerow([r.algo, r.env, r.seed, r.run_id, r.score, "" if np.isnan(n) else n,
-                        r.wall_seconds, r.fps, r.config_hash])
+            w.writerow(
+                [
+                    r.algo,
+                    r.env,
+                    r.seed,
+                    r.run_id,
+                    r.score,
+                    "" if np.isnan(n) else n,
+                    r.wall_seconds,
+                    r.fps,
+                    r.config_hash,
+                ]
+            )
 
     per_env: dict[str, dict[str, Any]] = {}
     for env in results.envs:
@@ -252,8 +264,9 @@ def build_report(
                 "mean": float(s.mean()) if s.size else None,
                 "std": float(s.std()) if s.size else None,
                 "iqm": stats.iqm(s) if s.size else None,
-                "normalized_iqm": stats.iqm([norm_or_nan(env, v) for v in s]) if s.size and table is not None
-                and table.has(env) else None,
+                "normalized_iqm": stats.iqm([norm_or_nan(env, v) for v in s])
+                if s.size and table is not None and table.has(env)
+                else None,
             }
     timing = {}
     for a in algos:
@@ -271,8 +284,12 @@ def build_report(
         "experiment": results.experiment,
         "experiment_id": results.experiment_id,
         "run_ids": sorted(r.run_id for r in results.runs),
-        "config_hashes": {f"{a}/{e}": sorted({r.config_hash for r in results.select(a, e)}) for a in algos
-                          for e in results.envs if results.select(a, e)},
+        "config_hashes": {
+            f"{a}/{e}": sorted({r.config_hash for r in results.select(a, e)})
+            for a in algos
+            for e in results.envs
+            if results.select(a, e)
+        },
         "lit_sb3_version": _unique_tag(results, "lit_sb3.version"),
         "torch_version": _unique_tag(results, "torch.version"),
         "gymnasium_version": _unique_tag(results, "gymnasium.version"),
@@ -299,11 +316,18 @@ def build_report(
         "tasks": tasks,
         "aggregates": {a: {m: iv.as_dict() for m, iv in d.items()} for a, d in agg.items()},
         "probability_of_improvement": [{"x": x_, "y": y_, **iv.as_dict()} for (x_, y_), iv in poi.items()],
-        "performance_profiles": {a: {"taus": p.taus.tolist(), "point": p.point.tolist(), "low": p.low.tolist(),
-                                     "high": p.high.tolist()} for a, p in profiles.items()},
-        "iqm_curves": {"x": x.tolist(), "x_label": x_label,
-                       **{a: {"point": c.point.tolist(), "low": c.low.tolist(), "high": c.high.tolist()}
-                          for a, c in curves.items()}},
+        "performance_profiles": {
+            a: {"taus": p.taus.tolist(), "point": p.point.tolist(), "low": p.low.tolist(), "high": p.high.tolist()}
+            for a, p in profiles.items()
+        },
+        "iqm_curves": {
+            "x": x.tolist(),
+            "x_label": x_label,
+            **{
+                a: {"point": c.point.tolist(), "low": c.low.tolist(), "high": c.high.tolist()}
+                for a, c in curves.items()
+            },
+        },
         "per_env": per_env,
         "timing": timing,
         "not_finished": not_finished,
@@ -313,8 +337,26 @@ def build_report(
     }
     (out / "aggregates.json").write_text(json.dumps(aggregates, indent=2, allow_nan=False, default=_nan_none))
 
-    blocks = _blocks(title, command, summary, agg, poi, per_env, timing, not_finished, warnings, provenance,
-                     figs, env_figs, scale, tasks, reps, seed, aggregates["table_version"], results)
+    blocks = _blocks(
+        title,
+        command,
+        summary,
+        agg,
+        poi,
+        per_env,
+        timing,
+        not_finished,
+        warnings,
+        provenance,
+        figs,
+        env_figs,
+        scale,
+        tasks,
+        reps,
+        seed,
+        aggregates["table_version"],
+        results,
+    )
     (out / "report.md").write_text(_md(blocks))
     (out / "report.html").write_text(_html(blocks, title, out))
     aggregates["seconds"] = time.perf_counter() - started
@@ -329,8 +371,9 @@ def _nan_none(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)
 
 
-def _summary(agg: dict[str, dict[str, stats.Interval]], poi: dict[tuple[str, str], stats.Interval], scale: str
-             ) -> list[str]:
+def _summary(
+    agg: dict[str, dict[str, stats.Interval]], poi: dict[tuple[str, str], stats.Interval], scale: str
+) -> list[str]:
     lines = []
     if agg:
         best = max(agg, key=lambda a: agg[a]["iqm"].point)
@@ -347,26 +390,65 @@ def _summary(agg: dict[str, dict[str, stats.Interval]], poi: dict[tuple[str, str
     return lines
 
 
-def _blocks(title: str, command: str, summary: list[str], agg: dict, poi: dict, per_env: dict, timing: dict,
-            not_finished: list[dict], warnings: list[str], prov: dict, figs: list, env_figs: list, scale: str,
-            tasks: list[str], reps: int, seed: int, table_version: int | None, results: Results) -> list[Block]:
+def _blocks(
+    title: str,
+    command: str,
+    summary: list[str],
+    agg: dict,
+    poi: dict,
+    per_env: dict,
+    timing: dict,
+    not_finished: list[dict],
+    warnings: list[str],
+    prov: dict,
+    figs: list,
+    env_figs: list,
+    scale: str,
+    tasks: list[str],
+    reps: int,
+    seed: int,
+    table_version: int | None,
+    results: Results,
+) -> list[Block]:
     b: list[Block] = [Block("h1", title), Block("code", command), Block("h2", "Summary")]
-    b.append(Block("p", f"{len(results.runs)} finished runs of {len(results.algos)} algorithms on "
-                        f"{len(results.envs)} envs. Aggregates of {scale} over {len(tasks)} envs "
-                        f"({', '.join(tasks) or 'none'}), 95 % stratified-bootstrap CIs with {reps} reps (seed {seed})"
-                        + (f", score table version {table_version}." if table_version is not None else ".")))
+    b.append(
+        Block(
+            "p",
+            f"{len(results.runs)} finished runs of {len(results.algos)} algorithms on "
+            f"{len(results.envs)} envs. Aggregates of {scale} over {len(tasks)} envs "
+            f"({', '.join(tasks) or 'none'}), 95 % stratified-bootstrap CIs with {reps} reps (seed {seed})"
+            + (f", score table version {table_version}." if table_version is not None else "."),
+        )
+    )
     b.append(Block("ul", items=summary or ["Not enough data for comparisons."]))
     if warnings:
         b += [Block("h2", "Warnings"), Block("ul", items=warnings)]
     if agg:
         b.append(Block("h2", "Aggregate metrics"))
-        b.append(Block("table", headers=["algo", "median", "IQM", "mean", "optimality gap"],
-                       items=[[a, *(_ci(d[m]) for m in stats.METRICS)] for a, d in agg.items()]))
+        b.append(
+            Block(
+                "table",
+                headers=["algo", "median", "IQM", "mean", "optimality gap"],
+                items=[[a, *(_ci(d[m]) for m in stats.METRICS)] for a, d in agg.items()],
+            )
+        )
     if poi:
         b.append(Block("h2", "Probability of improvement"))
-        b.append(Block("table", headers=["X", "Y", "P(X > Y) [95 % CI]", "verdict"],
-                       items=[[x, y, _ci(iv), "X better" if iv.low > 0.5 else "Y better" if iv.high < 0.5
-                               else "no credible difference"] for (x, y), iv in poi.items()]))
+        b.append(
+            Block(
+                "table",
+                headers=["X", "Y", "P(X > Y) [95 % CI]", "verdict"],
+                items=[
+                    [
+                        x,
+                        y,
+                        _ci(iv),
+                        "X better" if iv.low > 0.5 else "Y better" if iv.high < 0.5 else "no credible difference",
+                    ]
+                    for (x, y), iv in poi.items()
+                ],
+            )
+        )
     for path, caption in figs:
         b.append(Block("fig", caption, path=path))
     b.append(Block("h2", "Per-env results"))
@@ -374,36 +456,87 @@ def _blocks(title: str, command: str, summary: list[str], agg: dict, poi: dict, 
     for env, per_algo in per_env.items():
         for a, d in per_algo.items():
             ms = f"{_fmt(d['mean'])} ± {_fmt(d['std'])}" if d["runs"] else "—"
-            rows.append([env, a, d["runs"], ", ".join(map(str, d["seeds"])) or "—", d["not_finished"], ms,
-                         _fmt(d["iqm"]) if d["iqm"] is not None else "—",
-                         _fmt(d["normalized_iqm"]) if d["normalized_iqm"] is not None else "—"])
-    b.append(Block("table", headers=["env", "algo", "runs", "seeds", "failed/killed", "mean ± std", "IQM (raw)",
-                                     "IQM (normalised)"], items=rows))
+            rows.append(
+                [
+                    env,
+                    a,
+                    d["runs"],
+                    ", ".join(map(str, d["seeds"])) or "—",
+                    d["not_finished"],
+                    ms,
+                    _fmt(d["iqm"]) if d["iqm"] is not None else "—",
+                    _fmt(d["normalized_iqm"]) if d["normalized_iqm"] is not None else "—",
+                ]
+            )
+    b.append(
+        Block(
+            "table",
+            headers=["env", "algo", "runs", "seeds", "failed/killed", "mean ± std", "IQM (raw)", "IQM (normalised)"],
+            items=rows,
+        )
+    )
     counts = {(a, e): d["runs"] for e, pa in per_env.items() for a, d in pa.items()}
     if len(set(counts.values())) > 1:
-        b.append(Block("p", "Seeds are unequal across algorithms/envs (see the runs column); the bootstrap "
-                            "resamples each algorithm × env with its own number of runs."))
+        b.append(
+            Block(
+                "p",
+                "Seeds are unequal across algorithms/envs (see the runs column); the bootstrap "
+                "resamples each algorithm × env with its own number of runs.",
+            )
+        )
     b.append(Block("h2", "Failed and missing runs"))
     if not_finished:
-        b.append(Block("table", headers=["algo", "env", "not finished", "reasons"],
-                       items=[[d["algo"], d["env"], d["count"], "; ".join(d["reasons"]) or "—"] for d in not_finished]))
+        b.append(
+            Block(
+                "table",
+                headers=["algo", "env", "not finished", "reasons"],
+                items=[[d["algo"], d["env"], d["count"], "; ".join(d["reasons"]) or "—"] for d in not_finished],
+            )
+        )
     else:
         b.append(Block("p", "None: every job run FINISHED."))
     for path, caption in env_figs:
         b.append(Block("fig", caption, path=path))
     b.append(Block("h2", "Wall-clock and throughput"))
-    b.append(Block("table", headers=["algo", "runs", "wall seconds (total)", "wall seconds (mean per run)", "fps (mean)"],
-                   items=[[a, t["runs"], _fmt(t["wall_seconds_total"]), _fmt(t["wall_seconds_mean"] or float("nan")),
-                           _fmt(t["fps_mean"] or float("nan"))] for a, t in timing.items()]))
+    b.append(
+        Block(
+            "table",
+            headers=["algo", "runs", "wall seconds (total)", "wall seconds (mean per run)", "fps (mean)"],
+            items=[
+                [
+                    a,
+                    t["runs"],
+                    _fmt(t["wall_seconds_total"]),
+                    _fmt(t["wall_seconds_mean"] or float("nan")),
+                    _fmt(t["fps_mean"] or float("nan")),
+                ]
+                for a, t in timing.items()
+            ],
+        )
+    )
     b.append(Block("h2", "Provenance"))
-    b.append(Block("ul", items=[
-        f"tracking URI: {prov['tracking_uri']}", f"experiment: {prov['experiment']} (id {prov['experiment_id']})",
-        f"lit_sb3: {prov['lit_sb3_version']}", f"torch: {prov['torch_version']}",
-        f"gymnasium: {prov['gymnasium_version']}", f"git commit: {prov['git_commit']}",
-        f"machine (report): {prov['machine']}", f"generated: {prov['generated']}",
-    ]))
-    b.append(Block("table", headers=["algo/env", "config hashes"],
-                   items=[[k, ", ".join(v)] for k, v in prov["config_hashes"].items()]))
+    b.append(
+        Block(
+            "ul",
+            items=[
+                f"tracking URI: {prov['tracking_uri']}",
+                f"experiment: {prov['experiment']} (id {prov['experiment_id']})",
+                f"lit_sb3: {prov['lit_sb3_version']}",
+                f"torch: {prov['torch_version']}",
+                f"gymnasium: {prov['gymnasium_version']}",
+                f"git commit: {prov['git_commit']}",
+                f"machine (report): {prov['machine']}",
+                f"generated: {prov['generated']}",
+            ],
+        )
+    )
+    b.append(
+        Block(
+            "table",
+            headers=["algo/env", "config hashes"],
+            items=[[k, ", ".join(v)] for k, v in prov["config_hashes"].items()],
+        )
+    )
     b.append(Block("p", "Run ids: " + ", ".join(prov["run_ids"])))
     return b
 

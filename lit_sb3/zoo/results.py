@@ -105,8 +105,9 @@ class Results:
         """Envs where every algorithm has at least one FINISHED run (the tasks of aggregate metrics)."""
         return [e for e in self.envs if all(self.select(a, e) for a in self.algos)]
 
-    def scores(self, algo: str, envs: Sequence[str], transform: Callable[[str, NDArray[np.float64]], Any] | None = None
-               ) -> list[NDArray[np.float64]]:
+    def scores(
+        self, algo: str, envs: Sequence[str], transform: Callable[[str, NDArray[np.float64]], Any] | None = None
+    ) -> list[NDArray[np.float64]]:
         """Final scores per env (a ragged list: one array of runs per env).
 
         Args:
@@ -165,7 +166,9 @@ class Results:
                     mats[a].append(np.stack([_interp(grid, row, at) for row in curves[a]]))
         if transform is not None:
             envs_kept = list(per_env)
-            mats = {a: [np.asarray(transform(e, m)) for e, m in zip(envs_kept, ms, strict=True)] for a, ms in mats.items()}
+            mats = {
+                a: [np.asarray(transform(e, m)) for e, m in zip(envs_kept, ms, strict=True)] for a, ms in mats.items()
+            }
         keep = np.ones(x.size, dtype=bool)
         for ms in mats.values():
             for m in ms:
@@ -267,9 +270,7 @@ def load_results(
         exp = client.get_experiment_by_name(experiment)
         if exp is None:
             names = _experiment_names(client)
-            raise BenchError(
-                f"experiment {experiment!r} not found in {tracking_uri}{did_you_mean(experiment, names)}"
-            )
+            raise BenchError(f"experiment {experiment!r} not found in {tracking_uri}{did_you_mean(experiment, names)}")
         raw = _search_jobs(client, exp.experiment_id)
         _check_filter("algorithm", algos, {r.data.tags.get("lit_sb3.algo", "") for r in raw})
         _check_filter("env", envs, {r.data.tags.get("lit_sb3.env", "") for r in raw})

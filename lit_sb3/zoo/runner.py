@@ -635,4 +635,3 @@ def result_from_dict(data: dict[str, Any]) -> JobResult:
             data[key] = math.nan
     data["evaluations"] = [tuple(e) for e in data.get("evaluations", [])]
     return JobResult(**data)
-

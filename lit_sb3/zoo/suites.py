@@ -57,7 +57,7 @@ def _parse_suite(name: str, data: Any, where: str) -> Suite:
     for item in items:
         env_id, opts = item if isinstance(raw, Mapping) else (item, None)
         if isinstance(env_id, Mapping) and len(env_id) == 1:
-            (env_id, opts), = env_id.items()
+            ((env_id, opts),) = env_id.items()
         if not isinstance(env_id, str):
             raise BenchError(f"{where}: suite '{name}': bad env entry {item!r}")
         envs.append(env_id)

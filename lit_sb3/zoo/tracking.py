@@ -269,7 +269,9 @@ class Tracking:
                 "(mlflow experiments restore) or choose another --experiment"
             )
         if exp is None:
-            exp_id = self.client.create_experiment(self.target.experiment, artifact_location=self.target.artifact_location)
+            exp_id = self.client.create_experiment(
+                self.target.experiment, artifact_location=self.target.artifact_location
+            )
             exp = self.client.get_experiment(exp_id)
         self.target = TrackingTarget(self.target.uri, self.target.experiment, exp.artifact_location, exp.experiment_id)
         return self.target
@@ -294,11 +296,7 @@ class Tracking:
 
     def finished_job_ids(self) -> set[str]:
         """Job ids with a FINISHED run in the experiment."""
-        return {
-            r.data.tags.get("lit_sb3.job_id", "")
-            for r in self.job_runs()
-            if r.info.status == "FINISHED"
-        } - {""}
+        return {r.data.tags.get("lit_sb3.job_id", "") for r in self.job_runs() if r.info.status == "FINISHED"} - {""}
 
     def running_job_runs(self) -> tuple[list[Any], dict[str, str]]:
         """``(stale, active)``: RUNNING job runs whose ``bench run`` is gone, and job id -> process tag of
@@ -372,7 +370,9 @@ class Tracking:
             "lit_sb3.config_hash": spec.config_hash,
             **env_tags,
         }
-        run = self.client.create_run(target.experiment_id, run_name=f"{spec.algo}-{spec.env_id}-s{spec.seed}", tags=tags)
+        run = self.client.create_run(
+            target.experiment_id, run_name=f"{spec.algo}-{spec.env_id}-s{spec.seed}", tags=tags
+        )
         params = flatten_params(spec.params)
         params.update(
             {"seed": str(spec.seed), "eval_freq": str(spec.eval_freq), "eval_episodes": str(spec.eval_episodes),

@@ -294,8 +294,9 @@ def make_env_wrapper(spec: WrapperSpec | str | Iterable[WrapperSpec | str]) -> C
     Args:
         spec: a wrapper name, a ``(name, kwargs)`` pair, or a list of those (as in ``ResolvedConfig.env_wrapper``).
     """
-    if isinstance(spec, str) or (isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str)
-                                 and isinstance(spec[1], Mapping)):
+    if isinstance(spec, str) or (
+        isinstance(spec, tuple) and len(spec) == 2 and isinstance(spec[0], str) and isinstance(spec[1], Mapping)
+    ):
         items = [spec]
     else:
         items = list(spec)  # type: ignore[arg-type]

@@ -338,7 +338,10 @@ class HerReplayBuffer(DictReplayBuffer):
             try:
                 meta["infos"] = json.dumps(self.infos[:rows].tolist(), default=_json_default)
             except (TypeError, ValueError) as e:
-                warnings.warn(f"HerReplayBuffer.save: info dicts are not JSON-serialisable ({e}); they are not saved.")
+                warnings.warn(
+                    f"HerReplayBuffer.save: info dicts are not JSON-serialisable ({e}); they are not saved.",
+                    stacklevel=2,
+                )
         arrays = {
             "ep_start": self.ep_start[:rows],
             "ep_length": self.ep_length[:rows],

@@ -56,7 +56,13 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("reports") / args.experiment
     argv = sys.argv[1:] if sys.argv and Path(sys.argv[0]).name == "bench" else _reconstruct(args)
     path = build_report(
-        results, out, normalize=args.normalize, reps=args.reps, title=args.title, table=table, seed=args.seed,
+        results,
+        out,
+        normalize=args.normalize,
+        reps=args.reps,
+        title=args.title,
+        table=table,
+        seed=args.seed,
         command="bench " + shlex.join(argv),
     )
     print(f"report: {path} and {path.with_suffix('.html')}")

@@ -53,15 +53,24 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="extra zoo-format YAML file (repeatable; later files win)")  # fmt: skip
     p.add_argument("--hyperparams", nargs="+", default=[], metavar="KEY=VALUE",
                    help="overrides for every job, e.g. learning_rate=1e-3 'policy_kwargs=dict(net_arch=[64, 64])'")  # fmt: skip
-    p.add_argument("--log-interval", type=int, default=None, metavar="N",
-                   help="dump the logged scalars every N iterations (on-policy) / episodes (off-policy); default: "
-                        "on-policy every ~1,024 env steps, off-policy every 4 episodes (SB3's)")
+    p.add_argument(
+        "--log-interval",
+        type=int,
+        default=None,
+        metavar="N",
+        help="dump the logged scalars every N iterations (on-policy) / episodes (off-policy); default: "
+        "on-policy every ~1,024 env steps, off-policy every 4 episodes (SB3's)",
+    )
     p.add_argument("--torch-threads", type=int, default=1, metavar="N", help="torch threads per job (default 1)")
     p.add_argument("--launcher", default="local", help="where jobs run: local (default) or ray")
     p.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
                    help="--launcher ray: the Ray cluster to use (default: start a local Ray instance)")  # fmt: skip
-    p.add_argument("--cpus-per-job", type=float, default=1.0, metavar="N", help="--launcher ray: CPUs of a job (default 1)")
-    p.add_argument("--gpus-per-job", type=float, default=0.0, metavar="X", help="--launcher ray: GPUs of a job (default 0)")
+    p.add_argument(
+        "--cpus-per-job", type=float, default=1.0, metavar="N", help="--launcher ray: CPUs of a job (default 1)"
+    )
+    p.add_argument(
+        "--gpus-per-job", type=float, default=0.0, metavar="X", help="--launcher ray: GPUs of a job (default 0)"
+    )
     p.add_argument("--start-method", choices=("forkserver", "spawn"), default=None,
                    help="how job processes start (default forkserver where available: imports are paid once)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
@@ -189,7 +198,9 @@ def _print_plan(jobs: Sequence[Any], skipped: Sequence[Any], finished: set[str],
         table.add_column(col, justify="right" if col in ("env steps", "eval every", "episodes") else "left")
     for job in jobs:
         action = "skip (finished)" if job.job_id in finished else "run"
-        table.add_row(Text(job.name), job.job_id, f"{job.n_timesteps:,}", f"{job.eval_freq:,}", str(job.eval_episodes), action)
+        table.add_row(
+            Text(job.name), job.job_id, f"{job.n_timesteps:,}", f"{job.eval_freq:,}", str(job.eval_episodes), action
+        )
     console.print(table)
     for pair in skipped:
         console.print(Text(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}"))
@@ -207,7 +218,10 @@ def _fmt(value: float | None, fmt: str) -> str:
 
 def _summary(results: Sequence[Any], skipped: Sequence[Any], n_done_before: int) -> tuple[list[dict[str, Any]], str]:
     rows = []
-    lines = ["| job | job id | status | score | fps | wall time (s) | env steps | reason |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| job | job id | status | score | fps | wall time (s) | env steps | reason |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for res in results:
         row = {
             "job": res.name, "job_id": res.job_id, "status": res.status, "score": res.to_dict()["score"],
@@ -311,7 +325,9 @@ def run(args: argparse.Namespace) -> int:
                                 **_launcher_options(args))  # fmt: skip
     workers = getattr(launcher, "max_workers", "?")  # a Ray launcher connects here: failing now creates no run
     params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
-    parent_id = tracking.create_parent_run(_command_line(args), params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}")
+    parent_id = tracking.create_parent_run(
+        _command_line(args), params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}"
+    )
     print(f"running {len(todo)} job(s) ({n_done_before} already finished) with {workers} worker(s); "
           f"experiment '{experiment}' at {uri}, grid run {parent_id}", flush=True)  # fmt: skip
     results: list[Any] = []
@@ -331,4 +347,3 @@ def run(args: argparse.Namespace) -> int:
         tracking.end_parent_run(parent_id, rows, status, header + markdown)
     _print_summary(results, skipped, n_done_before, len(active))
     return 0 if status == "FINISHED" else 1
-

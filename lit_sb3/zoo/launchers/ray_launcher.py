@@ -295,7 +295,9 @@ class RayLauncher(Launcher):
                 while pending and len(self._running) < slots:
                     spec = pending.popleft()
                     run_id = runbook.start(spec)
-                    ref = remote.options(name=f"bench-{spec.name}", **options).remote(spec.to_json(), target, run_id, self._queue)
+                    ref = remote.options(name=f"bench-{spec.name}", **options).remote(
+                        spec.to_json(), target, run_id, self._queue
+                    )
                     self._running[spec.job_id] = _InFlight(spec, run_id, ref, time.monotonic())
                     yield JobStarted(spec, run_id)
                 yield from self._wait_round()

@@ -158,6 +158,7 @@ def log_study_figures(study: Any, client: Any, run_id: str, log: Any = print) ->
             client.log_dict(run_id, {k: float(v) for k, v in importances.items()}, "param_importances.json")
             logged += ["param_importances.png", "param_importances.json"]
         except Exception as exc:  # noqa: BLE001 - e.g. no parameter varies among complete trials
-            log(f"parameter importances skipped: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}")
+            log(
+                f"parameter importances skipped: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            )
     return logged
-

@@ -153,7 +153,9 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
         mine = [t for t in study.get_trials(deepcopy=False) if t.number not in before and t.state.is_finished()]
         failed_in_a_row = failed_in_a_row + 1 if any(t.state == TrialState.FAIL for t in mine) else 0
         if failed_in_a_row >= cap:
-            logging.getLogger(__name__).warning("worker %d stopping: %d trials failed in a row", worker, failed_in_a_row)
+            logging.getLogger(__name__).warning(
+                "worker %d stopping: %d trials failed in a row", worker, failed_in_a_row
+            )
             return 1
     return 0
 
@@ -196,7 +198,9 @@ def run_ray_workers(settings: TuneSettings, jobs: int, *, address: str | None = 
 
     check_ray_tuning(settings.storage, address)
     ray = import_ray()
-    owns = connect_ray(address, num_cpus=None if address else max(1, math.ceil(jobs * cpus_per_job)), log_to_driver=True)
+    owns = connect_ray(
+        address, num_cpus=None if address else max(1, math.ceil(jobs * cpus_per_job)), log_to_driver=True
+    )
     remote = ray.remote(ray_tune_worker).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=max_retries,
                                                  retry_exceptions=False)  # fmt: skip
     refs = [remote.remote(settings, w, heartbeat_interval, trial_retries) for w in range(jobs)]

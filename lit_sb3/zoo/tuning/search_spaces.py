@@ -249,7 +249,9 @@ def _spec(name: str, data: Mapping[str, Any], algo: str, where: str) -> ParamSpe
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             raise BenchError(f"{where}: parameter '{name}': choices must be a non-empty list, got {choices!r}")
-        choices = [_number(c) if isinstance(c, str) and name not in ("net_arch", "activation_fn") else c for c in choices]
+        choices = [
+            _number(c) if isinstance(c, str) and name not in ("net_arch", "activation_fn") else c for c in choices
+        ]
         for choice in choices:
             if choice is not None and not isinstance(choice, (bool, int, float, str)):
                 raise BenchError(
@@ -464,7 +466,9 @@ def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str
             hp["batch_size"] = n_steps * n_envs
             notes.append(f"batch_size {batch_size} > n_steps * n_envs = {n_steps * n_envs}: set to {n_steps * n_envs}")
     if touched_pk:
-        text_pk = {k: (v if not isinstance(v, str) or k != "activation_fn" else _Raw(v)) for k, v in policy_kwargs.items()}
+        text_pk = {
+            k: (v if not isinstance(v, str) or k != "activation_fn" else _Raw(v)) for k, v in policy_kwargs.items()
+        }
         hp["policy_kwargs"] = render_literal_raw(text_pk)
     return hp, notes
 

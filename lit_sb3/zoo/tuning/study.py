@@ -131,7 +131,9 @@ def make_sampler(name: str, *, seed: int | None, n_startup_trials: int) -> Any:
             import cmaes  # noqa: F401
         except ImportError:
             raise BenchError("sampler 'cmaes' needs the package cmaes (pip install cmaes)") from None
-        return optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=n_startup_trials, warn_independent_sampling=False)
+        return optuna.samplers.CmaEsSampler(
+            seed=seed, n_startup_trials=n_startup_trials, warn_independent_sampling=False
+        )
     if key == "gp":
         return optuna.samplers.GPSampler(seed=seed, n_startup_trials=n_startup_trials)
     raise BenchError(f"unknown sampler '{name}'{did_you_mean(key, SAMPLERS)}; known: {', '.join(SAMPLERS)}")
