@@ -11,13 +11,10 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+from lit_sb3.algorithms.registry import algorithm_exports
+
+# the algorithms (PPO, SAC, ...) come from lit_sb3.algorithms.registry; these are the other public names
 _LAZY = {
-    "PPO": "lit_sb3.algorithms.ppo",
-    "A2C": "lit_sb3.algorithms.a2c",
-    "SAC": "lit_sb3.algorithms.sac",
-    "TD3": "lit_sb3.algorithms.td3",
-    "DDPG": "lit_sb3.algorithms.ddpg",
-    "DQN": "lit_sb3.algorithms.dqn",
     "HerReplayBuffer": "lit_sb3.algorithms.her.her_replay_buffer",
     "RLTrainer": "lit_sb3.trainer",
     "RLEnvDataModule": "lit_sb3.datamodule",
@@ -31,16 +28,19 @@ _LAZY = {
     "make_vec_env": "lit_sb3.vec_env",
 }
 
-__all__ = ["__version__", *_LAZY]
+__all__ = ["__version__", *algorithm_exports(), *_LAZY]
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-        globals()[name] = value
+    module = algorithm_exports().get(name) or _LAZY.get(name)
+    if module is not None:
+        # algorithms are not cached in globals(): one registered (or unregistered) later is seen as it is now
+        value = getattr(importlib.import_module(module), name)
+        if name in _LAZY:
+            globals()[name] = value
         return value
     raise AttributeError(f"module 'lit_sb3' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return sorted({"__version__", *algorithm_exports(), *_LAZY})

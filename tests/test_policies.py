@@ -29,7 +29,6 @@ from lit_sb3.policies import (
 )
 from lit_sb3.policies.base import decode_constructor_parameters, optimizer_build_kwargs
 from lit_sb3.policies.registry import (
-    POLICY_ALIASES,
     class_to_path,
     path_to_class,
     register_class,
@@ -300,9 +299,11 @@ def test_fused_adam_matches_default() -> None:
 
 
 def test_policy_aliases() -> None:
-    aliases = POLICY_ALIASES["ActorCriticPolicy"]
+    from lit_sb3 import PPO, SAC
+
+    aliases = PPO.policy_aliases
     assert resolve_policy_class(aliases, "MlpPolicy", "PPO") is ActorCriticPolicy
-    assert resolve_policy_class(POLICY_ALIASES["SACPolicy"], SACPolicy, "SAC") is SACPolicy
+    assert resolve_policy_class(SAC.policy_aliases, SACPolicy, "SAC") is SACPolicy
     msg = r"Unknown policy 'MlpPolicyy' for PPO \(did you mean 'MlpPolicy'\?\); available: MlpPolicy, CnnPolicy, MultiInputPolicy"
     with pytest.raises(ValueError, match=msg):
         resolve_policy_class(aliases, "MlpPolicyy", "PPO")

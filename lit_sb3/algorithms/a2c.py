@@ -5,7 +5,7 @@ One update per rollout over the whole batch, readable top to bottom in :meth:`A2
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch as th
 from gymnasium import spaces
@@ -16,8 +16,6 @@ from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.utils.math import explained_variance
-
-SelfA2C = TypeVar("SelfA2C", bound="A2C")
 
 __all__ = ["A2C"]
 
@@ -49,6 +47,15 @@ class A2C(OnPolicyAlgorithm):
         device: torch device.
     """
 
+    zoo_name: ClassVar[str] = "a2c"
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+        spaces.Box,
+        spaces.Discrete,
+        spaces.MultiDiscrete,
+        spaces.MultiBinary,
+    )
+    default_run_name: ClassVar[str] = "A2C"
+    search_space: ClassVar[str | None] = "a2c"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": ActorCriticPolicy,
         "CnnPolicy": ActorCriticCnnPolicy,
@@ -97,7 +104,6 @@ class A2C(OnPolicyAlgorithm):
             verbose=verbose,
             device=device,
             seed=seed,
-            supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
         self.normalize_advantage = normalize_advantage
         self.rms_prop_eps = rms_prop_eps
@@ -162,26 +168,3 @@ class A2C(OnPolicyAlgorithm):
         self.record("train/value_loss", value_loss.detach())
         if hasattr(self.policy, "log_std"):
             self.record("train/std", th.exp(self.policy.log_std.detach()).mean())
-
-    def learn(
-        self: SelfA2C,
-        total_timesteps: int,
-        env=None,
-        callback=None,
-        log_every_n_steps: int | None = 100,
-        tb_log_name: str = "A2C",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir=None,
-    ) -> SelfA2C:
-        """See :meth:`BaseAlgorithm.learn` (``log_every_n_steps`` counts iterations)."""
-        return super().learn(
-            total_timesteps,
-            env=env,
-            callback=callback,
-            log_every_n_steps=log_every_n_steps,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-            default_root_dir=default_root_dir,
-        )

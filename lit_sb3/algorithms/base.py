@@ -27,7 +27,17 @@ from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import resolve_policy_class
-from lit_sb3.utils.save import from_jsonable, jsonable, load_archive, save_archive, space_from_dict, space_to_dict
+from lit_sb3.utils.serialization import (
+    BadFileError,
+    check_declared_net_arch,
+    decode_value,
+    encode_value,
+    load_archive,
+    read_archive_text,
+    save_archive,
+    space_from_dict,
+    space_to_dict,
+)
 from lit_sb3.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 from lit_sb3.vec_env.env_util import wrap_env
 
@@ -51,10 +61,30 @@ class BaseAlgorithm(L.LightningModule):
         seed: random seed (python, numpy, torch, action space and env).
         use_sde: generalised state-dependent exploration.
         sde_sample_freq: resample the gSDE noise matrix every n steps (-1: only at rollout start).
-        supported_action_spaces: action spaces the algorithm accepts.
+        supported_action_spaces: action spaces the algorithm accepts (None: the class's metadata).
+
+    Class metadata (what an algorithm says about itself; the registry, ``bench`` and the tuner read it, see
+    ``docs/adding_an_algorithm.md``):
+        zoo_name: the zoo/bench name (``"ppo"``), the key of its line in ``lit_sb3.algorithms.registry``.
+        supported_action_spaces: action-space classes it can act in.
+        supported_observation_spaces: observation-space classes its policies can read.
+        policy_aliases: ``"MlpPolicy"``-style names of its policy classes.
+        default_run_name: ``learn()``'s default ``tb_log_name`` (SB3's: ``"PPO"``, ``"SAC"``, ...).
+        search_space: name of its ``bench tune`` search space (a key of the suite's ``SEARCH_SPACES``), or None.
     """
 
+    zoo_name: ClassVar[str] = ""
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = ()
+    supported_observation_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+        spaces.Box,
+        spaces.Discrete,
+        spaces.MultiDiscrete,
+        spaces.MultiBinary,
+        spaces.Dict,
+    )
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
+    default_run_name: ClassVar[str] = "run"
+    search_space: ClassVar[str | None] = None
     automatic_optimization = False
     # constructor arguments that are not stored in saved archives
     _excluded_save_params: ClassVar[tuple[str, ...]] = ("device",)
@@ -113,6 +143,8 @@ class BaseAlgorithm(L.LightningModule):
         self.sde_sample_freq = sde_sample_freq
         self.monitor_wrapper = monitor_wrapper
         self._support_multi_env = support_multi_env
+        if supported_action_spaces is None:
+            supported_action_spaces = type(self).supported_action_spaces or None
         self._supported_action_spaces = supported_action_spaces
 
         self.env: VecEnv | None = None
@@ -163,6 +195,12 @@ class BaseAlgorithm(L.LightningModule):
         support_multi_env = self._support_multi_env if support_multi_env is None else support_multi_env
         vec_env = self._wrap_env(env)
         check_for_nested_spaces(vec_env.observation_space)
+        if not isinstance(vec_env.observation_space, type(self).supported_observation_spaces):
+            allowed = ", ".join(cls.__name__ for cls in type(self).supported_observation_spaces)
+            raise ValueError(
+                f"{type(self).__name__} does not support the observation space {vec_env.observation_space}; "
+                f"supported: {allowed}."
+            )
         if supported_action_spaces is not None and not isinstance(vec_env.action_space, supported_action_spaces):
             allowed = ", ".join(cls.__name__ for cls in supported_action_spaces)
             raise ValueError(
@@ -464,7 +502,7 @@ class BaseAlgorithm(L.LightningModule):
         for key, value in self._constructor_params().items():
             try:
                 params[key] = (
-                    value if isinstance(value, (int, float, str, bool)) or value is None else str(jsonable(value))
+                    value if isinstance(value, (int, float, str, bool)) or value is None else str(encode_value(value))
                 )
             except TypeError:
                 params[key] = repr(value)
@@ -536,7 +574,7 @@ class BaseAlgorithm(L.LightningModule):
         env: GymEnv | str | None = None,
         callback: MaybeCallback = None,
         log_every_n_steps: int | None = None,
-        tb_log_name: str = "run",
+        tb_log_name: str | None = None,
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
         default_root_dir: str | pathlib.Path | None = None,
@@ -548,7 +586,8 @@ class BaseAlgorithm(L.LightningModule):
             env: the training env (id, gym env, callable or VecEnv); defaults to the env already attached.
             callback: SB3-style callback(s).
             log_every_n_steps: log interval (episodes for off-policy, iterations for on-policy).
-            tb_log_name: run name of the default TensorBoard logger.
+            tb_log_name: run name of the default TensorBoard logger (None: the class's ``default_run_name``,
+                SB3's ``"PPO"``, ``"SAC"``, ...).
             reset_num_timesteps: reset the step counter (False continues it).
             progress_bar: show a progress bar over env steps.
             default_root_dir: folder for logs.
@@ -564,7 +603,7 @@ class BaseAlgorithm(L.LightningModule):
             max_steps=total_timesteps,
             callback=callback,
             log_every_n_steps=log_every_n_steps,
-            run_name=tb_log_name,
+            run_name=type(self).default_run_name if tb_log_name is None else tb_log_name,
             reset_num_timesteps=reset_num_timesteps,
             enable_progress_bar=progress_bar,
             default_root_dir=default_root_dir,
@@ -710,7 +749,7 @@ class BaseAlgorithm(L.LightningModule):
             if key in exclude:
                 continue
             try:
-                params[key] = jsonable(value)
+                params[key] = encode_value(value)
             except TypeError as exc:
                 raise TypeError(f"Cannot save argument {key!r} of {type(self).__name__}: {exc}") from exc
         data = {
@@ -758,22 +797,46 @@ class BaseAlgorithm(L.LightningModule):
             env: env to attach (its spaces must match the saved ones).
             device: device for the model.
             custom_objects: constructor arguments replacing the stored ones.
-            print_system_info: print the versions stored in the archive.
+            print_system_info: print the versions stored in the archive and the current ones (as SB3 does).
             force_reset: reset the env before further training.
             kwargs: more constructor arguments replacing the stored ones.
         """
+        import inspect
+
+        from lit_sb3.buffers.base import check_declared_buffer
+
         data, tensors = load_archive(path, device="cpu")
-        if data.get("algo") != cls.__name__:
-            raise ValueError(
-                f"The archive holds a {data.get('algo')} model, not {cls.__name__}; use {data.get('algo')}.load()."
+        where = getattr(path, "name", None) if not isinstance(path, (str, pathlib.Path)) else str(path)
+        where = where or f"<{type(path).__name__}>"
+        if data["algo"] != cls.__name__:
+            raise BadFileError(
+                f"{where}: the archive holds a {data['algo']} model, not {cls.__name__}; use {data['algo']}.load()."
             )
-        params = {k: from_jsonable(v) for k, v in data["params"].items()}
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "device"}
+        unknown = sorted(set(data["params"]) - accepted)
+        if unknown:
+            raise BadFileError(
+                f"{where}: data.json params has the unknown key {unknown[0]!r} for {cls.__name__} "
+                f"(accepted: {', '.join(sorted(accepted))})"
+            )
+        try:
+            params = {k: decode_value(v) for k, v in data["params"].items()}
+            observation_space = space_from_dict(data["observation_space"])
+            action_space = space_from_dict(data["action_space"])
+            check_declared_net_arch(params.get("policy_kwargs"))
+            n_envs = int(data.get("n_envs", 1))
+            if "buffer_size" in params:
+                check_declared_buffer(params["buffer_size"], observation_space, action_space)
+            if "n_steps" in params:
+                check_declared_buffer(params["n_steps"] * n_envs, observation_space, action_space)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise BadFileError(f"{where}: {' '.join(str(exc).split())}") from None
         params.update(custom_objects or {})
         params.update(kwargs)
         model = cls(device=device, **params)
-        model.observation_space = space_from_dict(data["observation_space"])
-        model.action_space = space_from_dict(data["action_space"])
-        model.n_envs = int(data.get("n_envs", 1))
+        model.observation_space = observation_space
+        model.action_space = action_space
+        model.n_envs = n_envs
         if env is not None:
             saved_obs, saved_act = model.observation_space, model.action_space
             vec_env = model._wrap_env(env)
@@ -788,25 +851,54 @@ class BaseAlgorithm(L.LightningModule):
             model._init_env_metadata(vec_env)
             model.n_envs = vec_env.num_envs
         model._setup_model()
-        missing, unexpected = model.load_state_dict(tensors["model"], strict=False)
-        if unexpected or [k for k in missing if not k.startswith("replay")]:
-            raise ValueError(
-                f"The archive does not match {cls.__name__}'s networks (missing {missing[:5]}, unexpected {unexpected[:5]})."
-            )
-        for name, opt in model._optimizers_to_save().items():
-            if name in tensors.get("optimizers", {}):
-                opt.load_state_dict(tensors["optimizers"][name])
-        model.num_timesteps = int(data.get("num_timesteps", 0))
-        model._total_timesteps = int(data.get("_total_timesteps", 0))
-        model._episode_num = int(data.get("_episode_num", 0))
-        model._n_updates = int(data.get("_n_updates", 0))
-        model._current_progress_remaining = float(data.get("_current_progress_remaining", 1.0))
-        model._load_extra_save_data(data)
+        model._load_tensors(tensors, where, strict=False)
+        try:
+            model.num_timesteps = int(data.get("num_timesteps", 0))
+            model._total_timesteps = int(data.get("_total_timesteps", 0))
+            model._episode_num = int(data.get("_episode_num", 0))
+            model._n_updates = int(data.get("_n_updates", 0))
+            model._current_progress_remaining = float(data.get("_current_progress_remaining", 1.0))
+            model._load_extra_save_data(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise BadFileError(f"{where}: bad counters in data.json: {' '.join(str(exc).split())}") from None
         if print_system_info:
-            print("== Archive loaded ==")
+            from lit_sb3.utils.system import get_system_info
+
+            print("== SAVED MODEL SYSTEM INFO ==")
+            print(read_archive_text(path) or "(none stored)")
+            print("== CURRENT SYSTEM INFO ==")
+            print("\n".join(f"- {k}: {v}" for k, v in get_system_info().items()))
         if not force_reset and env is None:
             model._last_obs = None
         return model
+
+    def _load_tensors(self, tensors: dict[str, Any], where: str, strict: bool) -> None:
+        """Load an archive's ``model`` state dict and optimizer states, each mismatch one :class:`BadFileError`."""
+        state = tensors["model"]
+        if not isinstance(state, dict) or not all(isinstance(v, th.Tensor) for v in state.values()):
+            raise BadFileError(f"{where}: model.pth must hold a dict of tensors")
+        expected = self.state_dict()
+        for key, value in state.items():
+            if key in expected and expected[key].shape != value.shape:
+                raise BadFileError(
+                    f"{where}: model.pth {key} has shape {tuple(value.shape)}, {type(self).__name__}'s network "
+                    f"{tuple(expected[key].shape)}"
+                )
+        missing, unexpected = self.load_state_dict(state, strict=False)
+        if unexpected or [k for k in missing if strict or not k.startswith("replay")]:
+            raise BadFileError(
+                f"{where}: the archive does not match {type(self).__name__}'s networks "
+                f"(missing {list(missing)[:5]}, unexpected {list(unexpected)[:5]})"
+            )
+        saved = tensors.get("optimizers", {})
+        if not isinstance(saved, dict):
+            raise BadFileError(f"{where}: optimizers.pth must hold a dict of optimizer states")
+        for name, opt in self._optimizers_to_save().items():
+            if name in saved:
+                try:
+                    opt.load_state_dict(saved[name])
+                except (ValueError, KeyError, TypeError, RuntimeError) as exc:
+                    raise BadFileError(f"{where}: optimizer {name}: {' '.join(str(exc).split())}") from None
 
     def get_parameters(self) -> dict[str, dict]:
         """``{"policy": state_dict, "<name>.optimizer": state_dict, ...}``."""
@@ -843,10 +935,7 @@ class BaseAlgorithm(L.LightningModule):
                     raise ValueError(f"Missing objects {sorted(missing)} (exact_match=True).")
             return
         _, tensors = load_archive(load_path_or_dict, device=self.device)
-        self.load_state_dict(tensors["model"], strict=exact_match)
-        for name, opt in self._optimizers_to_save().items():
-            if name in tensors.get("optimizers", {}):
-                opt.load_state_dict(tensors["optimizers"][name])
+        self._load_tensors(tensors, str(load_path_or_dict), strict=exact_match)
 
 
 def _plain_backward(loss: th.Tensor, **kwargs: Any) -> None:

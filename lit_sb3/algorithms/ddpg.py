@@ -9,17 +9,15 @@ otherwise), the actor updated at every critic update (``policy_delay=1``) and no
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar
 
 import torch as th
 
 from lit_sb3.algorithms.td3 import TD3
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.core.types import Schedule
 from lit_sb3.policies.td3 import TD3Policy
-
-SelfDDPG = TypeVar("SelfDDPG", bound="DDPG")
 
 __all__ = ["DDPG"]
 
@@ -48,6 +46,10 @@ class DDPG(TD3):
         seed: random seed.
         device: torch device.
     """
+
+    zoo_name: ClassVar[str] = "ddpg"
+    default_run_name: ClassVar[str] = "DDPG"
+    search_space: ClassVar[str | None] = "td3"  # the zoo tunes DDPG in TD3's space
 
     def __init__(
         self,
@@ -99,20 +101,3 @@ class DDPG(TD3):
         # a single critic
         if "n_critics" not in self.policy_kwargs:
             self.policy_kwargs["n_critics"] = 1
-
-    def learn(
-        self: SelfDDPG,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = None,
-        tb_log_name: str = "DDPG",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: Any = None,
-    ) -> SelfDDPG:
-        """See :meth:`OffPolicyAlgorithm.learn` (``log_every_n_steps`` counts episodes, default 4)."""
-        return super().learn(
-            total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps, tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps, progress_bar=progress_bar, default_root_dir=default_root_dir,
-        )  # fmt: skip

@@ -10,7 +10,7 @@ until logged; gradient clipping uses the foreach implementation on a parameter l
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -21,11 +21,9 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.schedules import LinearSchedule
-from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.dqn import CnnPolicy, DQNPolicy, MlpPolicy, MultiInputPolicy, QNetwork
-
-SelfDQN = TypeVar("SelfDQN", bound="DQN")
 
 __all__ = ["DQN"]
 
@@ -60,6 +58,10 @@ class DQN(OffPolicyAlgorithm):
         device: torch device.
     """
 
+    zoo_name: ClassVar[str] = "dqn"
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
+    default_run_name: ClassVar[str] = "DQN"
+    search_space: ClassVar[str | None] = "dqn"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -118,7 +120,6 @@ class DQN(OffPolicyAlgorithm):
             seed=seed,
             sde_support=False,
             support_multi_env=True,
-            supported_action_spaces=(spaces.Discrete,),
         )
         if (
             isinstance(target_update_interval, bool)
@@ -283,20 +284,3 @@ class DQN(OffPolicyAlgorithm):
         super()._load_extra_checkpoint_state(state)
         self._n_calls = int(state.get("n_calls", 0))
         self.exploration_rate = float(state.get("exploration_rate", 0.0))
-
-    def learn(
-        self: SelfDQN,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = None,
-        tb_log_name: str = "DQN",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: Any = None,
-    ) -> SelfDQN:
-        """See :meth:`OffPolicyAlgorithm.learn` (``log_every_n_steps`` counts episodes, default 4)."""
-        return super().learn(
-            total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps, tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps, progress_bar=progress_bar, default_root_dir=default_root_dir,
-        )  # fmt: skip

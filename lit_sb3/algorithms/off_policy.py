@@ -27,7 +27,6 @@ import pathlib
 import sys
 import time
 import warnings
-from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -42,7 +41,7 @@ from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.noise import ActionNoise, VectorizedActionNoise, noise_from_dict, noise_to_dict
 from lit_sb3.core.preprocessing import is_image_space
-from lit_sb3.core.types import GymEnv, MaybeCallback, RolloutReturn, Schedule, TrainFreq, TrainFrequencyUnit
+from lit_sb3.core.types import MaybeCallback, RolloutReturn, Schedule, TrainFreq, TrainFrequencyUnit
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import register_class
 from lit_sb3.utils.math import safe_mean
@@ -701,40 +700,6 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._rl_callback = callback
         self._log_interval = log_every_n_steps
         self._build_param_lists()
-
-    def learn(
-        self: SelfOffPolicyAlgorithm,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = None,
-        tb_log_name: str = "run",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: str | Path | None = None,
-    ) -> SelfOffPolicyAlgorithm:
-        """Train for ``total_timesteps`` env steps (delegates to :meth:`RLTrainer.fit`).
-
-        Args:
-            total_timesteps: env steps to collect.
-            env: training env (gym env, env id or VecEnv); defaults to the attached env.
-            callback: SB3-style callback(s), called after every env step.
-            log_every_n_steps: dump logs every n episodes (default 4).
-            tb_log_name: run name of the default TensorBoard logger.
-            reset_num_timesteps: reset the step counter (False continues it).
-            progress_bar: show a progress bar over env steps.
-            default_root_dir: folder for logs.
-        """
-        return super().learn(
-            total_timesteps,
-            env=env,
-            callback=callback,
-            log_every_n_steps=log_every_n_steps,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-            default_root_dir=default_root_dir,
-        )
 
     # ------------------------------------------------------------------
     # Lightning checkpoints: replay buffer, noise and counters

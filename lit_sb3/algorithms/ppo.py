@@ -8,7 +8,7 @@ is the one place that needs a number per minibatch, and only when it is set).
 from __future__ import annotations
 
 import warnings
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -21,8 +21,6 @@ from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.utils.math import explained_variance
-
-SelfPPO = TypeVar("SelfPPO", bound="PPO")
 
 __all__ = ["PPO"]
 
@@ -57,6 +55,15 @@ class PPO(OnPolicyAlgorithm):
         device: torch device.
     """
 
+    zoo_name: ClassVar[str] = "ppo"
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+        spaces.Box,
+        spaces.Discrete,
+        spaces.MultiDiscrete,
+        spaces.MultiBinary,
+    )
+    default_run_name: ClassVar[str] = "PPO"
+    search_space: ClassVar[str | None] = "ppo"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": ActorCriticPolicy,
         "CnnPolicy": ActorCriticCnnPolicy,
@@ -108,7 +115,6 @@ class PPO(OnPolicyAlgorithm):
             verbose=verbose,
             device=device,
             seed=seed,
-            supported_action_spaces=(spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
         )
         if normalize_advantage and batch_size <= 1:
             raise ValueError(
@@ -238,26 +244,3 @@ class PPO(OnPolicyAlgorithm):
         self.record("train/clip_range", clip_range)
         if clip_range_vf is not None:
             self.record("train/clip_range_vf", clip_range_vf)
-
-    def learn(
-        self: SelfPPO,
-        total_timesteps: int,
-        env=None,
-        callback=None,
-        log_every_n_steps: int | None = 1,
-        tb_log_name: str = "PPO",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir=None,
-    ) -> SelfPPO:
-        """See :meth:`BaseAlgorithm.learn` (``log_every_n_steps`` counts iterations)."""
-        return super().learn(
-            total_timesteps,
-            env=env,
-            callback=callback,
-            log_every_n_steps=log_every_n_steps,
-            tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps,
-            progress_bar=progress_bar,
-            default_root_dir=default_root_dir,
-        )

@@ -11,7 +11,7 @@ once, and losses and the entropy coefficient stay tensors (no ``.item()`` per gr
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
@@ -22,11 +22,9 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import Actor, CnnPolicy, ContinuousCritic, MlpPolicy, MultiInputPolicy, SACPolicy
-
-SelfSAC = TypeVar("SelfSAC", bound="SAC")
 
 __all__ = ["SAC"]
 
@@ -91,6 +89,10 @@ class SAC(OffPolicyAlgorithm):
         device: torch device.
     """
 
+    zoo_name: ClassVar[str] = "sac"
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    default_run_name: ClassVar[str] = "SAC"
+    search_space: ClassVar[str | None] = "sac"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -154,7 +156,6 @@ class SAC(OffPolicyAlgorithm):
             sde_sample_freq=sde_sample_freq,
             use_sde_at_warmup=use_sde_at_warmup,
             support_multi_env=True,
-            supported_action_spaces=(spaces.Box,),
         )
         _check_ent_coef(ent_coef)
         if target_entropy != "auto":
@@ -297,20 +298,3 @@ class SAC(OffPolicyAlgorithm):
         if ent_coef_losses:
             self.record("train/ent_coef_loss", _mean(ent_coef_losses))
         return None
-
-    def learn(
-        self: SelfSAC,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = None,
-        tb_log_name: str = "SAC",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: Any = None,
-    ) -> SelfSAC:
-        """See :meth:`OffPolicyAlgorithm.learn` (``log_every_n_steps`` counts episodes, default 4)."""
-        return super().learn(
-            total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps, tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps, progress_bar=progress_bar, default_root_dir=default_root_dir,
-        )  # fmt: skip

@@ -9,7 +9,7 @@ optimizers are fused Adam, the actor loss back-propagates into the actor only, t
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import torch as th
 from gymnasium import spaces
@@ -19,12 +19,10 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import ContinuousCritic
 from lit_sb3.policies.td3 import Actor, CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
-
-SelfTD3 = TypeVar("SelfTD3", bound="TD3")
 
 __all__ = ["TD3"]
 
@@ -62,6 +60,10 @@ class TD3(OffPolicyAlgorithm):
         device: torch device.
     """
 
+    zoo_name: ClassVar[str] = "td3"
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    default_run_name: ClassVar[str] = "TD3"
+    search_space: ClassVar[str | None] = "td3"
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -121,7 +123,6 @@ class TD3(OffPolicyAlgorithm):
             seed=seed,
             sde_support=False,
             support_multi_env=True,
-            supported_action_spaces=(spaces.Box,),
         )
         if isinstance(policy_delay, bool) or not isinstance(policy_delay, int) or policy_delay < 1:
             raise ValueError(f"policy_delay must be an integer >= 1, got {policy_delay!r}.")
@@ -219,20 +220,3 @@ class TD3(OffPolicyAlgorithm):
             self.record("train/actor_loss", _mean(actor_losses))
         self.record("train/critic_loss", _mean(critic_losses))
         return None
-
-    def learn(
-        self: SelfTD3,
-        total_timesteps: int,
-        env: GymEnv | str | None = None,
-        callback: MaybeCallback = None,
-        log_every_n_steps: int | None = None,
-        tb_log_name: str = "TD3",
-        reset_num_timesteps: bool = True,
-        progress_bar: bool = False,
-        default_root_dir: Any = None,
-    ) -> SelfTD3:
-        """See :meth:`OffPolicyAlgorithm.learn` (``log_every_n_steps`` counts episodes, default 4)."""
-        return super().learn(
-            total_timesteps, env=env, callback=callback, log_every_n_steps=log_every_n_steps, tb_log_name=tb_log_name,
-            reset_num_timesteps=reset_num_timesteps, progress_bar=progress_bar, default_root_dir=default_root_dir,
-        )  # fmt: skip

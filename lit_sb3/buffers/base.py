@@ -22,7 +22,15 @@ try:  # optional: only used for the "not enough memory" warning
 except ImportError:  # pragma: no cover - depends on the environment
     psutil = None
 
-__all__ = ["BaseBuffer", "available_memory_bytes", "maybe_warn_memory", "numpy_to_torch_dtype", "storage_obs_dtype"]
+__all__ = [
+    "BaseBuffer",
+    "available_memory_bytes",
+    "check_declared_buffer",
+    "maybe_warn_memory",
+    "numpy_to_torch_dtype",
+    "storage_obs_dtype",
+    "total_memory_bytes",
+]
 
 
 def numpy_to_torch_dtype(dtype: DTypeLike) -> th.dtype:
@@ -66,6 +74,48 @@ def maybe_warn_memory(total_bytes: int) -> None:
             "This system does not have apparently enough memory to store the complete "
             f"replay buffer {total_bytes / 1e9:.2f}GB > {available / 1e9:.2f}GB",
             stacklevel=3,
+        )
+
+
+def total_memory_bytes() -> int | None:
+    """Physical memory of this machine in bytes (psutil when installed, else ``sysconf``), None if unknown."""
+    if psutil is not None:
+        return int(psutil.virtual_memory().total)
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return None
+
+
+def check_declared_buffer(
+    buffer_size: Any, observation_space: spaces.Space, action_space: spaces.Space, n_envs: Any = 1
+) -> None:
+    """Refuse a buffer size read from a file (model archive, replay ``.npz``) that this machine cannot hold.
+
+    The estimate (two observations, an action and three floats per transition) is checked against the physical
+    memory before anything is allocated, so ``buffer_size=10**12`` in a file is one clear error, not an OOM.
+
+    Args:
+        buffer_size: the declared size (transitions over all envs).
+        observation_space: the buffer's observation space.
+        action_space: the buffer's action space.
+        n_envs: the declared number of envs.
+
+    Raises:
+        ValueError: not a positive integer, or more bytes than the machine has.
+    """
+    for name, value in (("buffer_size", buffer_size), ("n_envs", n_envs)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    obs = observation_space.spaces.values() if isinstance(observation_space, spaces.Dict) else [observation_space]
+    obs_bytes = sum(int(np.prod(s.shape or (1,))) * storage_obs_dtype(s).itemsize for s in obs)
+    act_bytes = int(np.prod(action_space.shape or (1,))) * max(np.dtype(action_space.dtype or np.float32).itemsize, 4)
+    total = int(buffer_size) * (2 * obs_bytes + act_bytes + 12)
+    limit = total_memory_bytes()
+    if limit is not None and total > limit:
+        raise ValueError(
+            f"buffer_size={int(buffer_size):,} would need {total / 2**30:,.1f} GiB, more than this machine's "
+            f"{limit / 2**30:,.1f} GiB"
         )
 
 
@@ -152,17 +202,6 @@ class BaseBuffer(ABC):
     @abstractmethod
     def _get_samples(self, batch_inds: Any, env: VecNormalize | None = None) -> Any:
         raise NotImplementedError()
-
-    def to_torch(self, array: np.ndarray, copy: bool = True) -> th.Tensor:
-        """Convert a numpy array to a tensor on ``self.device`` (copying by default).
-
-        Args:
-            array: the array.
-            copy: copy the data (otherwise share memory when possible).
-        """
-        if copy:
-            return th.tensor(array, device=self.device)
-        return th.as_tensor(array, device=self.device)
 
     @staticmethod
     def _normalize_obs(

@@ -32,6 +32,33 @@ __all__ = ["ReplayBuffer"]
 
 _METADATA_KEY = "__metadata__"
 _FORMAT_VERSION = 1
+_MAX_METADATA_BYTES = 64 * 2**20
+
+
+def _array_header(data: np.lib.npyio.NpzFile, name: str) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype an ``.npz`` member declares, read from its header only (nothing is allocated)."""
+    with data.zip.open(f"{name}.npy") as f:
+        version = np.lib.format.read_magic(f)
+        readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in readers:
+            raise ValueError(f"array {name!r} has the unsupported .npy version {version}")
+        shape, _, dtype = readers[version](f)  # the header only (bounded by numpy), never the data
+    return tuple(shape), np.dtype(dtype)
+
+
+def _read_metadata(data: np.lib.npyio.NpzFile) -> dict[str, Any]:
+    """The JSON metadata of a replay ``.npz`` (size-checked, never unpickled)."""
+    if _METADATA_KEY not in data.files:
+        raise ValueError(f"not a lit_sb3 replay buffer file (no {_METADATA_KEY} entry)")
+    shape, dtype = _array_header(data, _METADATA_KEY)
+    if shape != () or dtype.kind != "U" or dtype.itemsize > _MAX_METADATA_BYTES:
+        raise ValueError(f"{_METADATA_KEY} must be one JSON string of at most {_MAX_METADATA_BYTES:,} bytes")
+    meta = json.loads(str(data[_METADATA_KEY]))
+    if not isinstance(meta, dict):
+        raise ValueError(f"{_METADATA_KEY} must be a JSON object")
+    return meta
+
+
 _T = TypeVar("_T", bound="ReplayBuffer")
 PathLike = str | os.PathLike | io.IOBase
 
@@ -383,34 +410,78 @@ class ReplayBuffer(BaseBuffer):
             device: torch device of the samples.
             **kwargs: constructor arguments overriding the saved ones (e.g. ``storage_device``, HER's ``env``).
         """
-        with np.load(path, allow_pickle=False) as data:  # type: ignore[arg-type]
-            if _METADATA_KEY not in data.files:
-                raise ValueError(f"{path!r} is not a lit_sb3 replay buffer file (no {_METADATA_KEY} entry).")
-            meta = json.loads(str(data[_METADATA_KEY]))
-            if meta.get("format") != "lit_sb3.replay_buffer":
-                raise ValueError(f"{path!r} is not a lit_sb3 replay buffer file (format {meta.get('format')!r}).")
-            if meta["class"] != cls.__name__:
-                raise ValueError(
-                    f"{path!r} holds a {meta['class']}, not a {cls.__name__}: load it with {meta['class']}.load()."
-                )
-            init_kwargs = {**meta["init_kwargs"], **kwargs}
-            buffer = cls(observation_space=observation_space, action_space=action_space, device=device, **init_kwargs)
-            rows = int(meta["rows"])
-            tensors = buffer._storage_tensors()
-            missing = set(tensors) - set(data.files)
-            if missing:
-                raise ValueError(f"{path!r} lacks the arrays {sorted(missing)} needed by this {cls.__name__}.")
-            for name, tensor in tensors.items():
-                arr = data[name]
-                if arr.shape[1:] != tuple(tensor.shape[1:]) or arr.shape[0] != rows:
+        import inspect
+        import zipfile
+
+        from lit_sb3.buffers.base import check_declared_buffer
+        from lit_sb3.utils.serialization import BadFileError
+
+        where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "name", "<file object>")
+        try:
+            data = np.load(path, allow_pickle=False)  # type: ignore[arg-type]
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise BadFileError(f"{where}: not a replay buffer .npz file ({' '.join(str(exc).split())})") from None
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise BadFileError(f"{where}: not a replay buffer .npz file (a single array)")
+        with data:
+            try:
+                meta = _read_metadata(data)
+                if meta.get("format") != "lit_sb3.replay_buffer":
+                    raise ValueError(f"not a lit_sb3 replay buffer file (format {meta.get('format')!r})")
+                if not isinstance(meta.get("version"), int) or meta["version"] > _FORMAT_VERSION:
                     raise ValueError(
-                        f"Saved array {name!r} has shape {arr.shape} but the given spaces give "
-                        f"{(rows, *tensor.shape[1:])}: pass the observation/action spaces the buffer was saved with "
-                        f"(saved: {meta['observation_space']}, {meta['action_space']})."
+                        f"version {meta.get('version')!r} was written by a newer lit_sb3; this one reads up to "
+                        f"{_FORMAT_VERSION}"
                     )
-                tensor[:rows].copy_(th.from_numpy(arr))
-            buffer.pos = int(meta["pos"])
-            buffer.full = bool(meta["full"])
-            extra = {k[len("extra/") :]: data[k] for k in data.files if k.startswith("extra/")}
-            buffer._load_extra_state(meta, extra)
+                if meta.get("class") != cls.__name__:
+                    raise ValueError(f"holds a {meta.get('class')}, not a {cls.__name__}: load it with its class")
+                saved_kwargs = meta.get("init_kwargs")
+                accepted = {  # the arguments of every __init__ up the class tree (subclasses pass **kwargs on)
+                    name for klass in cls.__mro__ if "__init__" in vars(klass)
+                    for name in inspect.signature(vars(klass)["__init__"]).parameters
+                }  # fmt: skip
+                if not isinstance(saved_kwargs, dict) or set(saved_kwargs) - accepted:
+                    raise ValueError(f"init_kwargs must be an object of {cls.__name__}'s arguments")
+                init_kwargs = {**saved_kwargs, **kwargs}
+                check_declared_buffer(
+                    init_kwargs.get("buffer_size"), observation_space, action_space, init_kwargs.get("n_envs", 1)
+                )
+                if "storage_device" in saved_kwargs and "storage_device" not in kwargs:
+                    init_kwargs["storage_device"] = str(get_device(str(saved_kwargs["storage_device"])))
+                buffer = cls(
+                    observation_space=observation_space, action_space=action_space, device=device, **init_kwargs
+                )
+                rows, pos = meta.get("rows"), meta.get("pos")
+                for name, value in (("rows", rows), ("pos", pos)):
+                    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= buffer.buffer_size:
+                        raise ValueError(f"{name} must be an integer in [0, {buffer.buffer_size}], got {value!r}")
+                tensors = buffer._storage_tensors()
+                missing = set(tensors) - set(data.files)
+                if missing:
+                    raise ValueError(f"lacks the arrays {sorted(missing)} needed by this {cls.__name__}")
+                limit = buffer.nbytes() + 2**24  # no member may declare more than the whole buffer
+                for info in data.zip.infolist():
+                    if info.file_size > limit:
+                        raise ValueError(
+                            f"member {info.filename} declares {info.file_size:,} bytes, more than the buffer's "
+                            f"{limit:,}"
+                        )
+                for name, tensor in tensors.items():
+                    shape, dtype = _array_header(data, name)
+                    if shape[1:] != tuple(tensor.shape[1:]) or shape[:1] != (rows,):
+                        raise ValueError(
+                            f"array {name!r} has shape {shape} but the given spaces give {(rows, *tensor.shape[1:])}: "
+                            "pass the observation/action spaces the buffer was saved with "
+                            f"(saved: {meta.get('observation_space')}, {meta.get('action_space')})"
+                        )
+                    if dtype.kind not in "biuf":
+                        raise ValueError(f"array {name!r} has the non-numeric dtype {dtype}")
+                    tensor[:rows].copy_(th.from_numpy(data[name]))
+                buffer.pos = pos
+                buffer.full = bool(meta.get("full"))
+                extra = {k[len("extra/") :]: data[k] for k in data.files if k.startswith("extra/")}
+                buffer._load_extra_state(meta, extra)
+            except (ValueError, KeyError, TypeError, RuntimeError, zipfile.BadZipFile) as exc:
+                message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+                raise BadFileError(f"{where}: {' '.join(str(message).split())}") from None
         return buffer

@@ -10,7 +10,6 @@ from lit_sb3.policies.base import (
 from lit_sb3.policies.dqn import DQNPolicy, QNetwork
 from lit_sb3.policies.registry import (
     CLASS_WHITELIST,
-    POLICY_ALIASES,
     class_to_path,
     path_to_class,
     register_class,
@@ -32,7 +31,6 @@ from lit_sb3.policies.torch_layers import (
 
 __all__ = [
     "CLASS_WHITELIST",
-    "POLICY_ALIASES",
     "ActorCriticCnnPolicy",
     "ActorCriticPolicy",
     "BaseFeaturesExtractor",

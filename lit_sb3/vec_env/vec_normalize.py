@@ -18,6 +18,55 @@ __all__ = ["VecNormalize"]
 _FORMAT = "lit_sb3.VecNormalize"
 _VERSION = 1
 _SETTINGS = ("training", "norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys")
+_MAX_FILE_BYTES = 64 * 2**20
+
+
+def _check_rms(state: Any, where: str) -> None:
+    if not isinstance(state, dict) or {"mean", "var", "count"} - set(state):
+        raise ValueError(f"{where} must be an object with mean, var and count")
+    for key in ("mean", "var"):
+        values = np.asarray(state[key], dtype=np.float64)
+        if not np.isfinite(values).all() or (key == "var" and (values < 0).any()):
+            raise ValueError(f"{where}.{key} must be finite{' and >= 0' if key == 'var' else ''}")
+    count = state["count"]
+    if isinstance(count, bool) or not isinstance(count, (int, float)) or not np.isfinite(count) or count < 0:
+        raise ValueError(f"{where}.count must be a finite number >= 0, got {count!r}")
+
+
+def _check_state(state: Any) -> None:
+    """Check a loaded VecNormalize state: layout, types and ranges (one-line ``ValueError``)."""
+    if not isinstance(state, dict) or state.get("format") != _FORMAT:
+        raise ValueError(f"not a VecNormalize file (expected format {_FORMAT!r})")
+    version = state.get("version", _VERSION)
+    if isinstance(version, bool) or not isinstance(version, int) or version > _VERSION:
+        raise ValueError(f"version {version!r} was written by a newer lit_sb3; this one reads up to {_VERSION}")
+    missing = [k for k in (*_SETTINGS, "obs_rms", "ret_rms") if k not in state]
+    if missing:
+        raise ValueError(
+            f"missing the key {missing[0]!r} (a VecNormalize file has {', '.join(_SETTINGS)}, obs_rms, ret_rms)"
+        )
+    for key in ("training", "norm_obs", "norm_reward"):
+        if not isinstance(state[key], bool):
+            raise ValueError(f"{key} must be true or false, got {state[key]!r}")
+    for key, low, high in (("clip_obs", 0.0, np.inf), ("clip_reward", 0.0, np.inf), ("gamma", 0.0, 1.0),
+                           ("epsilon", 0.0, np.inf)):  # fmt: skip
+        value = state[key]
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and np.isfinite(value)
+        if not ok or not low <= value <= high or (key != "gamma" and value == 0):
+            raise ValueError(
+                f"{key} must be a finite number in {'[0, 1]' if key == 'gamma' else '(0, inf)'}, got {value!r}"
+            )
+    keys = state["norm_obs_keys"]
+    if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
+        raise ValueError(f"norm_obs_keys must be null or a list of strings, got {keys!r}")
+    _check_rms(state["ret_rms"], "ret_rms")
+    if state["norm_obs"]:
+        obs_rms = state["obs_rms"]
+        if isinstance(obs_rms, dict) and "mean" not in obs_rms:
+            for key, sub in obs_rms.items():
+                _check_rms(sub, f"obs_rms.{key}")
+        else:
+            _check_rms(obs_rms, "obs_rms")
 
 
 class VecNormalize(VecEnvWrapper):
@@ -302,33 +351,46 @@ class VecNormalize(VecEnvWrapper):
     def load(cls, load_path: str | os.PathLike, venv: VecEnv) -> VecNormalize:
         """Create a VecNormalize around ``venv`` from a JSON file written by :meth:`save`.
 
+        Every field is checked (present, of the right type, finite and in range) before the wrapper is built.
+
         Args:
             load_path: the JSON file.
             venv: the VecEnv to wrap (same observation shapes as when saved).
+
+        Raises:
+            BadFileError: a file that is not a valid VecNormalize state (one line naming the file and the problem).
         """
+        from lit_sb3.utils.serialization import BadFileError
+
+        where = os.fspath(load_path)
+        size = os.path.getsize(load_path)
+        if size > _MAX_FILE_BYTES:
+            raise BadFileError(f"{where}: {size:,} bytes, more than a VecNormalize file may hold ({_MAX_FILE_BYTES:,})")
+        with open(load_path, "rb") as file_handler:
+            raw = file_handler.read(_MAX_FILE_BYTES + 1)
         try:
-            with open(load_path, encoding="utf-8") as file_handler:
-                state = json.load(file_handler)
+            state = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ValueError(
-                f"{os.fspath(load_path)!r} is not a JSON VecNormalize file written by VecNormalize.save "
-                f"(SB3's pickled files are not loaded, for safety): {exc}"
-            ) from exc
-        if not isinstance(state, dict) or state.get("format") != _FORMAT:
-            raise ValueError(f"{os.fspath(load_path)!r} is not a VecNormalize file (expected format {_FORMAT!r}).")
-        vec_normalize = cls(
-            venv,
-            training=bool(state["training"]),
-            norm_obs=bool(state["norm_obs"]),
-            norm_reward=bool(state["norm_reward"]),
-            clip_obs=float(state["clip_obs"]),
-            clip_reward=float(state["clip_reward"]),
-            gamma=float(state["gamma"]),
-            epsilon=float(state["epsilon"]),
-            norm_obs_keys=state["norm_obs_keys"],
-        )
-        vec_normalize._check_obs_shapes_from_state(state)
-        vec_normalize.load_state_dict(state)
+            kind = " (a pickle: SB3's pickled files are never loaded, for safety)" if raw[:1] == b"\x80" else ""
+            raise BadFileError(f"{where}: not a JSON VecNormalize file written by VecNormalize.save{kind}") from exc
+        try:
+            _check_state(state)
+            vec_normalize = cls(
+                venv,
+                training=state["training"],
+                norm_obs=state["norm_obs"],
+                norm_reward=state["norm_reward"],
+                clip_obs=state["clip_obs"],
+                clip_reward=state["clip_reward"],
+                gamma=state["gamma"],
+                epsilon=state["epsilon"],
+                norm_obs_keys=state["norm_obs_keys"],
+            )
+            vec_normalize._check_obs_shapes_from_state(state)
+            vec_normalize.load_state_dict(state)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise BadFileError(f"{where}: {' '.join(str(message).split())}") from None
         return vec_normalize
 
     def _check_obs_shapes_from_state(self, state: dict[str, Any]) -> None:

@@ -1,7 +1,9 @@
-"""The algorithms ``bench`` knows, the action spaces they support, and env-id checks.
+"""The algorithms ``bench`` knows, the spaces they support, and env-id checks.
 
-Algorithm classes are imported lazily (only when a constructor signature or class is needed), and env
-spaces are read once per env id (``gymnasium.make`` then ``close``) and cached.
+Every fact about an algorithm comes from the library: names and import paths from the registration table
+(:data:`lit_sb3.algorithms.registry.ALGORITHMS`, light), the rest from the class's own metadata
+(``supported_action_spaces``, ``supported_observation_spaces``, ``search_space``, ...), read when the class is
+first needed. Env spaces are read once per env id (``gymnasium.make`` then ``close``) and cached.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from lit_sb3.algorithms.registry import ALGORITHMS, algorithm_class
 from lit_sb3.zoo.errors import BenchError, did_you_mean
 
 __all__ = [
     "ALGOS",
-    "ACTION_SPACES",
     "get_algo_class",
     "algo_action_spaces",
+    "algo_observation_spaces",
     "algo_arg_names",
     "algo_defaults",
     "check_algo",
@@ -30,30 +33,9 @@ __all__ = [
     "registered_env_ids",
 ]
 
-ALGOS: dict[str, str] = {
-    "ppo": "lit_sb3.algorithms.ppo:PPO",
-    "a2c": "lit_sb3.algorithms.a2c:A2C",
-    "sac": "lit_sb3.algorithms.sac:SAC",
-    "td3": "lit_sb3.algorithms.td3:TD3",
-    "ddpg": "lit_sb3.algorithms.ddpg:DDPG",
-    "dqn": "lit_sb3.algorithms.dqn:DQN",
-}
-
-_ON_POLICY_SPACES: tuple[type[spaces.Space], ...] = (
-    spaces.Box,
-    spaces.Discrete,
-    spaces.MultiDiscrete,
-    spaces.MultiBinary,
-)
-
-ACTION_SPACES: dict[str, tuple[type[spaces.Space], ...]] = {
-    "ppo": _ON_POLICY_SPACES,
-    "a2c": _ON_POLICY_SPACES,
-    "sac": (spaces.Box,),
-    "td3": (spaces.Box,),
-    "ddpg": (spaces.Box,),
-    "dqn": (spaces.Discrete,),
-}
+#: zoo name -> "module:Class": the library's registration table itself (one line per algorithm, see
+#: ``docs/adding_an_algorithm.md``), so an algorithm registered in-process is seen here too
+ALGOS: dict[str, str] = ALGORITHMS
 
 
 def check_algo(name: str) -> str:
@@ -75,21 +57,28 @@ def get_algo_class(name: str) -> type:
         name: algorithm name (``ppo``, ``sac``, ...).
     """
     key = check_algo(name)
-    module_name, _, attr = ALGOS[key].partition(":")
     try:
-        module = importlib.import_module(module_name)
+        return algorithm_class(key)
     except ImportError as exc:
-        raise BenchError(f"algorithm '{key}' cannot be imported from {module_name}: {exc}") from exc
-    return getattr(module, attr)
+        raise BenchError(f"algorithm '{key}' cannot be imported from {ALGOS[key]}: {exc}") from exc
 
 
 def algo_action_spaces(name: str) -> tuple[type[spaces.Space], ...]:
-    """The gymnasium action-space classes that algorithm ``name`` supports.
+    """The gymnasium action-space classes that algorithm ``name`` supports (its class's metadata).
 
     Args:
         name: algorithm name.
     """
-    return ACTION_SPACES[check_algo(name)]
+    return tuple(get_algo_class(name).supported_action_spaces)
+
+
+def algo_observation_spaces(name: str) -> tuple[type[spaces.Space], ...]:
+    """The gymnasium observation-space classes that algorithm ``name`` supports (its class's metadata).
+
+    Args:
+        name: algorithm name.
+    """
+    return tuple(get_algo_class(name).supported_observation_spaces)
 
 
 def _signature_params(cls: type) -> dict[str, inspect.Parameter]:
@@ -176,10 +165,13 @@ def check_pair(algo: str, env_id: str) -> str | None:
         env_id: gymnasium env id (unknown ids raise a :class:`BenchError`).
     """
     key = check_algo(algo)
-    _, action_space = env_spaces(env_id)
-    allowed = ACTION_SPACES[key]
-    if isinstance(action_space, allowed):
-        return None
-    names = " or ".join(c.__name__ for c in allowed)
-    article = "an" if names[0] in "AEIOU" else "a"
-    return f"{key} needs {article} {names} action space; {env_id} has {action_space}"
+    observation_space, action_space = env_spaces(env_id)
+    for kind, space, allowed in (
+        ("action", action_space, algo_action_spaces(key)),
+        ("observation", observation_space, algo_observation_spaces(key)),
+    ):
+        if not isinstance(space, allowed):
+            names = " or ".join(c.__name__ for c in allowed)
+            article = "an" if names[0] in "AEIOU" else "a"
+            return f"{key} needs {article} {names} {kind} space; {env_id} has {space}"
+    return None

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         args: parsed arguments.
     """
     from lit_sb3.zoo.config import load_zoo_file, zoo_config_path
-    from lit_sb3.zoo.registry import ALGOS, algo_action_spaces
+    from lit_sb3.zoo.registry import ALGOS, get_algo_class
     from lit_sb3.zoo.suites import expand_algos, expand_envs, load_suites
 
     console = Console(file=sys.stdout, width=max(100, Console(file=sys.stdout).width), soft_wrap=True)
@@ -85,8 +85,13 @@ def run(args: argparse.Namespace) -> int:
 
     console.print("[bold]Algorithms[/bold]")
     for algo in ALGOS:
-        spaces = ", ".join(c.__name__ for c in algo_action_spaces(algo))
-        console.print(f"  {algo}: {ALGOS[algo].replace(':', '.')} (action spaces: {spaces})", highlight=False)
+        cls = get_algo_class(algo)
+        spaces = ", ".join(c.__name__ for c in cls.supported_action_spaces)
+        policies = ", ".join(cls.policy_aliases)
+        console.print(
+            f"  {algo}: {ALGOS[algo].replace(':', '.')} (action spaces: {spaces}; policies: {policies})",
+            highlight=False,
+        )
 
     entries: dict[str, dict[str, dict] | None] = {}
     for algo in algos:

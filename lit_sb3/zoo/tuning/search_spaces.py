@@ -47,7 +47,6 @@ _SPEC_KEYS = {FLOAT: {"type", "low", "high", "log", "step"}, INT: {"type", "low"
 _GAMMAS = [0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999]
 _TAUS = [0.001, 0.005, 0.01, 0.02, 0.05, 0.08]
 _TRAIN_FREQS = [1, 4, 8, 16, 32, 64, 128, 256, 512]
-_OFF_POLICY = ("sac", "td3", "ddpg", "dqn")
 #: constructor arguments that are never tuned
 _NOT_TUNABLE = frozenset({"device", "seed", "verbose", "tensorboard_log", "policy", "_init_setup_model"})
 #: zoo keys (not constructor arguments) a search space may set
@@ -141,7 +140,8 @@ _ON_POLICY_COMMON: dict[str, dict[str, Any]] = {
     "ent_coef": _f(1e-8, 0.1, log=True),
 }
 
-#: the built-in spaces (rl_zoo3/hyperparams_opt.py), as data
+#: the built-in spaces (rl_zoo3/hyperparams_opt.py), as data, by name: an algorithm class names its own in its
+#: ``search_space`` metadata (several algorithms may share one, as DDPG does TD3's)
 SEARCH_SPACES: dict[str, dict[str, dict[str, Any]]] = {
     "ppo": {
         "batch_size": _c(32, 64, 128, 256, 512),
@@ -194,11 +194,20 @@ SEARCH_SPACES: dict[str, dict[str, dict[str, Any]]] = {
         "net_arch": _c("tiny", "small", "medium"),
     },
 }
-SEARCH_SPACES["ddpg"] = dict(SEARCH_SPACES["td3"])
 
 
 def _family(algo: str) -> str:
-    return "off_policy" if algo in _OFF_POLICY else "on_policy"
+    """``off_policy`` (a replay buffer: the algorithm takes ``buffer_size``) or ``on_policy``."""
+    from lit_sb3.zoo.registry import algo_arg_names
+
+    return "off_policy" if "buffer_size" in algo_arg_names(algo) else "on_policy"
+
+
+def _continuous_off_policy(algo: str) -> bool:
+    """SAC/TD3/DDPG-like: off-policy with action noise (the zoo's ``noise_type``/``gradient_steps`` rules)."""
+    from lit_sb3.zoo.registry import algo_arg_names
+
+    return "action_noise" in algo_arg_names(algo) and _family(algo) == "off_policy"
 
 
 def allowed_names(algo: str) -> set[str]:
@@ -209,14 +218,28 @@ def allowed_names(algo: str) -> set[str]:
     """
     from lit_sb3.zoo.registry import algo_arg_names
 
-    names = (algo_arg_names(algo) - _NOT_TUNABLE) | set(DERIVED_PARAMS) | _ZOO_KEYS
-    if algo not in ("ppo", "a2c"):
-        names -= {"one_minus_gae_lambda", "ortho_init"}
-    if algo != "dqn":
+    args = algo_arg_names(algo)
+    names = (args - _NOT_TUNABLE) | set(DERIVED_PARAMS) | _ZOO_KEYS
+    if "gae_lambda" not in args:
+        names -= {"one_minus_gae_lambda"}
+    if _family(algo) != "on_policy":
+        names.discard("ortho_init")
+    if not {"train_freq", "gradient_steps"} <= args or _continuous_off_policy(algo):
         names.discard("subsample_steps")
-    if algo not in ("td3", "ddpg", "sac"):
+    if not _continuous_off_policy(algo):
         names -= {"noise_type", "noise_std"}
     return names
+
+
+def search_space_name(algo: str) -> str | None:
+    """The name of ``algo``'s built-in search space (its class's ``search_space`` metadata).
+
+    Args:
+        algo: algorithm name.
+    """
+    from lit_sb3.zoo.registry import get_algo_class
+
+    return get_algo_class(algo).search_space
 
 
 def _is_number(value: Any) -> bool:
@@ -326,9 +349,15 @@ def default_search_space(algo: str) -> SearchSpace:
     Args:
         algo: algorithm name.
     """
-    if algo not in SEARCH_SPACES:
-        raise BenchError(f"no search space for '{algo}'{did_you_mean(algo, SEARCH_SPACES)}")
-    return search_space_from_data(algo, SEARCH_SPACES[algo], f"built-in search space of {algo}")
+    name = search_space_name(algo)
+    if name is None:
+        raise BenchError(f"{algo} declares no search space (its class's search_space is None); give one with a file")
+    if name not in SEARCH_SPACES:
+        raise BenchError(
+            f"{algo} names the search space '{name}'{did_you_mean(name, SEARCH_SPACES)}, which does not exist; "
+            f"known: {', '.join(SEARCH_SPACES)}"
+        )
+    return search_space_from_data(algo, SEARCH_SPACES[name], f"built-in search space of {algo}")
 
 
 def load_search_space(algo: str, path: str | Path | None) -> SearchSpace:
@@ -341,7 +370,10 @@ def load_search_space(algo: str, path: str | Path | None) -> SearchSpace:
         algo: algorithm name.
         path: the YAML file (None: the built-in space).
     """
-    base = default_search_space(algo)
+    if path is None or search_space_name(algo) is not None:
+        base = default_search_space(algo)
+    else:  # an algorithm without a built-in space: the file is the whole space
+        base = SearchSpace(algo, {}, {}, f"search space {path}")
     if path is None:
         return base
     import yaml
@@ -429,6 +461,8 @@ def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str
         base_algo_kwargs: ``ResolvedConfig.algo_kwargs`` of the algo/env before tuning.
         base_n_envs: ``ResolvedConfig.n_envs`` before tuning.
     """
+    from lit_sb3.zoo.registry import algo_arg_names
+
     values = {**dict(fixed), **dict(sampled)}
     hp: dict[str, Any] = {}
     notes: list[str] = []
@@ -456,9 +490,9 @@ def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str
         train_freq = hp.get("train_freq", base_algo_kwargs.get("train_freq", 4))
         freq = int(train_freq[0] if isinstance(train_freq, (list, tuple)) else train_freq)
         hp["gradient_steps"] = max(freq // int(values["subsample_steps"]), 1)
-    elif algo in ("sac", "td3", "ddpg") and "train_freq" in hp and "gradient_steps" not in hp:
+    elif _continuous_off_policy(algo) and "train_freq" in hp and "gradient_steps" not in hp:
         hp["gradient_steps"] = hp["train_freq"]  # the zoo's choice: one gradient step per env step
-    if algo == "ppo":
+    if _family(algo) == "on_policy" and "batch_size" in algo_arg_names(algo):
         n_steps = int(hp.get("n_steps", base_algo_kwargs.get("n_steps", 2048)))
         n_envs = int(hp.get("n_envs", base_n_envs))
         batch_size = int(hp.get("batch_size", base_algo_kwargs.get("batch_size", 64)))
