@@ -358,12 +358,6 @@ class BasePolicy(BaseModel, ABC):
         super().__init__(*args, **kwargs)
         self._squash_output = squash_output
 
-    @staticmethod
-    def _dummy_schedule(progress_remaining: float) -> float:
-        """A schedule for policies rebuilt without training."""
-        del progress_remaining
-        return 0.0
-
     @property
     def squash_output(self) -> bool:
         """Whether actions are squashed by tanh."""
