@@ -5,7 +5,8 @@ action noise are data), tensors with ``torch.load(weights_only=True)``. Every si
 before anything is read or allocated, and every problem with a file is one :class:`BadFileError` line naming the
 file and the problem.
 
-JSON codec (:func:`encode_value` / :func:`decode_value`), used by model archives, job specs and configs:
+JSON codec (:func:`encode_value` / :func:`decode_value`), used by model archives, job specs and configs
+(:func:`to_display` is its plain view for people and MLflow):
   ``None``/bool/int/str/finite float  as themselves
   non-finite float                    ``{"__float__": "nan"}``
   tuple                               ``{"__tuple__": [...]}``
@@ -53,6 +54,7 @@ __all__ = [
     "save_archive",
     "space_from_dict",
     "space_to_dict",
+    "to_display",
 ]
 
 #: version of the archive layout this code writes; archives with a higher one are refused
@@ -125,6 +127,11 @@ def _load_builtins() -> None:
     if not _BUILTINS_LOADED:
         _BUILTINS_LOADED = True
         import lit_sb3.policies.registry  # noqa: F401 - registers the policies and torch layers
+        from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
+        from lit_sb3.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
+
+        for cls in (ReplayBuffer, DictReplayBuffer, NStepReplayBuffer, HerReplayBuffer):
+            register_class(cls)
 
 
 def class_to_path(cls: type) -> str:
@@ -177,7 +184,8 @@ for _cls in (
     th.nn.ReLU, th.nn.Tanh, th.nn.ELU, th.nn.LeakyReLU, th.nn.GELU, th.nn.SiLU, th.nn.Sigmoid, th.nn.Softplus,
     th.nn.Identity, th.nn.Mish, th.nn.SELU, th.nn.CELU, th.nn.PReLU, th.nn.ReLU6, th.nn.Hardtanh, th.nn.Hardswish,
     th.nn.Softsign, th.nn.Tanhshrink, th.nn.LayerNorm, th.nn.BatchNorm1d, th.nn.Dropout,
-    th.optim.Adam, th.optim.AdamW, th.optim.RMSprop, th.optim.SGD,
+    th.optim.Adam, th.optim.AdamW, th.optim.RMSprop, th.optim.SGD, th.optim.Adagrad, th.optim.Adamax,
+    th.optim.NAdam, th.optim.RAdam,
 ):  # fmt: skip
     register_class(_cls)
 del _cls
@@ -272,6 +280,27 @@ def decode_value(data: Any) -> Any:
         if "__float__" in data:
             return float(str(data["__float__"]))
         return {k: decode_value(v) for k, v in data.items()}
+    return data
+
+
+def to_display(data: Any) -> Any:
+    """The plain-JSON view of :func:`encode_value`'s output, for people and MLflow params: tags collapsed
+    (a class becomes its path, a tuple a list, a schedule its dict, a non-finite float its text).
+
+    Args:
+        data: JSON data made by :func:`encode_value`.
+    """
+    if isinstance(data, list):
+        return [to_display(v) for v in data]
+    if isinstance(data, dict):
+        for tag in ("__class__", "__float__", "__schedule__", "__noise__"):
+            if tag in data:
+                return data[tag]
+        if "__tuple__" in data:
+            return [to_display(v) for v in data["__tuple__"]]
+        if "__ndarray__" in data:
+            return data["__ndarray__"]
+        return {k: to_display(v) for k, v in data.items()}
     return data
 
 

@@ -14,9 +14,7 @@ config may name) are accepted back, nothing is evaluated.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -42,76 +40,32 @@ _CONFIG_FIELDS = (
 # lossless JSON form of resolved values
 # ---------------------------------------------------------------------------------------------------------
 def encode_value(value: Any) -> Any:
-    """JSON form of a resolved config value (classes, schedules, tuples kept recognisable).
+    """JSON form of a resolved config value: the library's one codec (:mod:`lit_sb3.utils.serialization`), the
+    same form model archives use, so job ids made before the codecs were merged are unchanged.
 
     Args:
         value: a value of a :class:`~lit_sb3.zoo.config.ResolvedConfig` field.
     """
-    from lit_sb3.core.schedules import ConstantSchedule, LinearSchedule, schedule_to_dict
+    from lit_sb3.utils.serialization import encode_value as encode
 
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else {"__float__": str(value)}
-    if isinstance(value, type):
-        return {"__class__": f"{value.__module__}.{value.__qualname__}"}
-    if isinstance(value, (ConstantSchedule, LinearSchedule)):
-        return {"__schedule__": schedule_to_dict(value)}
-    if isinstance(value, tuple):
-        return {"__tuple__": [encode_value(v) for v in value]}
-    if isinstance(value, list):
-        return [encode_value(v) for v in value]
-    if isinstance(value, Mapping):
-        return {str(k): encode_value(v) for k, v in value.items()}
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return encode_value(value.item())
-    raise BenchError(f"cannot describe the hyperparameter value {value!r} ({type(value).__name__}) as JSON")
-
-
-_CLASSES: dict[str, type] | None = None
-
-
-def _allowed_classes() -> dict[str, type]:
-    """``module.QualName`` -> class, for every class a zoo config may name (the parser's whitelist)."""
-    global _CLASSES
-    if _CLASSES is None:
-        from lit_sb3.zoo.config import _WHITELIST
-
-        out: dict[str, type] = {}
-        for module_name, attr in set(_WHITELIST.values()):
-            try:
-                obj = getattr(importlib.import_module(module_name), attr)
-            except (ImportError, AttributeError):
-                continue
-            out[f"{obj.__module__}.{obj.__qualname__}"] = obj
-        _CLASSES = out
-    return _CLASSES
+    try:
+        return encode(value)
+    except TypeError as exc:
+        raise BenchError(f"cannot describe the hyperparameter value {value!r} as JSON: {exc}") from None
 
 
 def decode_value(data: Any) -> Any:
-    """Inverse of :func:`encode_value` (classes only from the config whitelist).
+    """Inverse of :func:`encode_value` (classes only from the one whitelist).
 
     Args:
         data: JSON data made by :func:`encode_value`.
     """
-    from lit_sb3.core.schedules import schedule_from_dict
+    from lit_sb3.utils.serialization import decode_value as decode
 
-    if isinstance(data, list):
-        return [decode_value(v) for v in data]
-    if isinstance(data, dict):
-        if "__class__" in data:
-            classes = _allowed_classes()
-            if data["__class__"] not in classes:
-                raise BenchError(f"class {data['__class__']!r} is not allowed in a job description")
-            return classes[data["__class__"]]
-        if "__schedule__" in data:
-            return schedule_from_dict(data["__schedule__"])
-        if "__tuple__" in data:
-            return tuple(decode_value(v) for v in data["__tuple__"])
-        if "__float__" in data:
-            return float(data["__float__"])
-        return {k: decode_value(v) for k, v in data.items()}
-    return data
+    try:
+        return decode(data)
+    except (ValueError, TypeError) as exc:
+        raise BenchError(f"job description: {' '.join(str(exc).split())}") from None
 
 
 def _canonical(data: Any) -> str:

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-from lit_sb3.core.schedules import ConstantSchedule, LinearSchedule, schedule_to_dict
 
 __all__ = ["ResolvedConfig", "class_path"]
 
@@ -57,21 +53,16 @@ def class_path(obj: type) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    if isinstance(value, type):
-        return class_path(value)
-    if isinstance(value, (LinearSchedule, ConstantSchedule)):
-        return schedule_to_dict(value)
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if callable(value) and hasattr(value, "__module__") and hasattr(value, "__qualname__"):
-        return f"{value.__module__}.{value.__qualname__}"
-    return repr(value)
+    """Display form of a config value: the plain view of the library's one codec
+    (:func:`lit_sb3.utils.serialization.to_display` of :func:`~lit_sb3.utils.serialization.encode_value`)."""
+    from lit_sb3.utils.serialization import encode_value, to_display
+
+    try:
+        return to_display(encode_value(value))
+    except TypeError:  # not storable (e.g. a callable given in Python): shown, never decoded
+        if callable(value) and hasattr(value, "__module__") and hasattr(value, "__qualname__"):
+            return f"{value.__module__}.{value.__qualname__}"
+        return repr(value)
 
 
 @dataclass(frozen=True)
