@@ -371,3 +371,24 @@ def test_vec_normalize_pickle_payload(vec_normalize_file: Path, marker: Path) ->
 def test_vec_normalize_round_trip(vec_normalize_file: Path) -> None:
     loaded = VecNormalize.load(vec_normalize_file, _venv())
     assert loaded.clip_obs == 10.0 and loaded.gamma == 0.99
+
+
+# ------------------------------------------------------------------ job specs: one form, one whitelist
+def test_job_spec_carries_one_form_and_decodes_only_whitelisted_classes() -> None:
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.errors import BenchError
+    from lit_sb3.zoo.jobs import JobSpec, plan_grid
+
+    overrides = {"policy_kwargs": "dict(net_arch=[32], activation_fn=nn.ReLU)", "learning_rate": "lin_0.001"}
+    jobs, _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=1000, overrides=overrides)
+    spec = jobs[0]
+    again = JobSpec.from_json(spec.to_json())
+    assert again == spec and again.job_id == spec.job_id and "params" not in json.loads(spec.to_json())
+    expected = resolve("ppo", "CartPole-v1", overrides=overrides).to_jsonable()
+    expected["n_timesteps"] = 1000
+    assert spec.params == expected
+    assert spec.resolved_config().algo_kwargs["policy_kwargs"]["activation_fn"] is th.nn.ReLU
+    data = json.loads(spec.to_json())
+    data["config"]["algo_kwargs"]["policy_kwargs"]["activation_fn"] = {"__class__": "os.system"}
+    with pytest.raises(BenchError, match="'os.system' is not in the whitelist"):
+        JobSpec.from_json(json.dumps(data)).resolved_config()

@@ -89,7 +89,6 @@ class JobSpec:
         eval_episodes: deterministic episodes per evaluation.
         device: ``"cpu"``, ``"cuda"`` or ``"auto"``.
         torch_threads: ``torch.set_num_threads`` in the worker.
-        params: the resolved hyperparameters in display form (``ResolvedConfig.to_jsonable()``), for MLflow.
         config_hash: ``ResolvedConfig.config_hash()``.
         log_interval: SB3's ``log_interval`` (iterations on-policy, episodes off-policy) between two dumps of
             the logged scalars; None: :func:`lit_sb3.zoo.runner.log_interval` picks it. Not part of the job id:
@@ -105,7 +104,6 @@ class JobSpec:
     eval_episodes: int = DEFAULT_EVAL_EPISODES
     device: str = "cpu"
     torch_threads: int = 1
-    params: dict[str, Any] = field(default_factory=dict, compare=False)
     config_hash: str = field(default="", compare=False)
     log_interval: int | None = field(default=None, compare=False)
 
@@ -129,6 +127,12 @@ class JobSpec:
         return hashlib.sha256(_canonical(self.identity()).encode("utf-8")).hexdigest()[:16]
 
     @property
+    def params(self) -> dict[str, Any]:
+        """The resolved hyperparameters in display form (``ResolvedConfig.to_jsonable()``, for MLflow), derived
+        from :attr:`config`: the job carries its config in one form only."""
+        return self.resolved_config().to_jsonable()
+
+    @property
     def name(self) -> str:
         """Short display name, e.g. ``ppo/CartPole-v1/s0``."""
         return f"{self.algo}/{self.env_id}/s{self.seed}"
@@ -144,7 +148,9 @@ class JobSpec:
         Args:
             text: the JSON string.
         """
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        data.pop("params", None)  # written by versions that carried a display copy of the config
+        return cls(**data)
 
     def resolved_config(self) -> ResolvedConfig:
         """The :class:`~lit_sb3.zoo.config.ResolvedConfig` with real objects (classes, schedules)."""
@@ -247,8 +253,6 @@ def plan_grid(
                     f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps"
                 )
             config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
-            params = cfg.to_jsonable()
-            params["n_timesteps"] = int(budget)
             for seed in seeds:
                 jobs.append(
                     JobSpec(
@@ -261,7 +265,6 @@ def plan_grid(
                         eval_episodes=int(eval_episodes),
                         device=device,
                         torch_threads=int(torch_threads),
-                        params=params,
                         config_hash=cfg.config_hash(),
                         log_interval=log_interval,
                     )
