@@ -10,7 +10,6 @@ zero-initialised square average), so silently substituting it would change the p
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 from typing import Any
 
@@ -48,12 +47,10 @@ def _resolve_name(dotted: str) -> Any:
         )
     if dotted not in _WHITELIST:
         raise ValueError(f"name '{dotted}' is not allowed{did_you_mean(dotted, _WHITELIST)}")
-    module_name, attr = _WHITELIST[dotted]
-    try:
-        module = importlib.import_module(module_name)
-        return getattr(module, attr)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"'{dotted}' is not available: {module_name}.{attr} cannot be imported ({exc})") from exc
+    from lit_sb3.utils.serialization import path_to_class  # the one class whitelist (configs, jobs, archives)
+
+    module_name, attr = _WHITELIST[dotted]  # a zoo spelling -> the class's path, resolved without importing it
+    return path_to_class(f"{module_name}.{attr}")
 
 
 def _dotted(node: ast.expr) -> str | None:

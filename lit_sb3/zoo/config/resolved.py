@@ -24,7 +24,9 @@ _HER_MODULE = "lit_sb3.algorithms.her.her_replay_buffer"
 
 
 def _whitelist() -> dict[str, tuple[str, str]]:
-    """Dotted name -> (module, attribute) of every object a config string may name."""
+    """Zoo spelling (``nn.ReLU``, ``stable_baselines3.her.HerReplayBuffer``, ...) -> (module, attribute) of the
+    classes a config string may name; each is resolved through the library's one class whitelist
+    (:func:`lit_sb3.utils.serialization.path_to_class`), which is what decides what may be loaded."""
     names: dict[str, tuple[str, str]] = {}
     for act in _ACTIVATIONS:
         for prefix in ("nn.", "th.nn.", "torch.nn."):
