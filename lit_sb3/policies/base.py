@@ -67,32 +67,30 @@ def _class_keys(key: str) -> bool:
 
 
 def encode_constructor_parameters(data: dict[str, Any]) -> dict[str, Any]:
-    """Make constructor parameters JSON-serialisable: classes under ``activation_fn``/``*_class`` keys (at any
-    depth) become their import paths, tuples become lists.
+    """Make constructor parameters JSON-serialisable: the plain view of the library's one codec
+    (:mod:`lit_sb3.utils.serialization`), so classes under ``activation_fn``/``*_class`` keys (at any depth)
+    become their whitelisted import paths and tuples become lists.
 
     Args:
         data: constructor keyword arguments.
     """
-    from lit_sb3.policies.registry import class_to_path
+    from lit_sb3.utils.serialization import encode_value, to_display
 
-    def encode(key: str, value: Any) -> Any:
-        if isinstance(value, type):
-            if not _class_keys(key):
-                raise TypeError(
-                    f"Cannot store the class {value!r} under key {key!r}: only 'activation_fn' and '*_class' keys hold classes."
-                )
-            return class_to_path(value)
+    def check(key: str, value: Any) -> None:
+        if isinstance(value, type) and not _class_keys(key):
+            raise TypeError(
+                f"Cannot store the class {value!r} under key {key!r}: only 'activation_fn' and '*_class' keys hold classes."
+            )
         if isinstance(value, dict):
-            return {str(k): encode(str(k), v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [encode(key, v) for v in value]
-        if isinstance(value, (np.integer, np.floating, np.bool_)):
-            return value.item()
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return value
-        raise TypeError(f"Constructor parameter {key!r}={value!r} ({type(value).__name__}) is not JSON-serialisable.")
+            for k, v in value.items():
+                check(str(k), v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                check(key, v)
 
-    return {key: encode(key, value) for key, value in data.items()}
+    for key, value in data.items():
+        check(key, value)
+    return to_display(encode_value(dict(data)))
 
 
 def decode_constructor_parameters(data: dict[str, Any]) -> dict[str, Any]:
