@@ -197,8 +197,8 @@ class BaseAlgorithm(L.LightningModule):
         check_for_nested_spaces(vec_env.observation_space)
         if not isinstance(vec_env.observation_space, type(self).supported_observation_spaces):
             allowed = ", ".join(cls.__name__ for cls in type(self).supported_observation_spaces)
-            raise ValueError(
-                f"{type(self).__name__} does not support the observation space {vec_env.observation_space}; "
+            raise NotImplementedError(  # SB3's exception type for an observation space it cannot read
+                f"The observation space {vec_env.observation_space} is not supported by {type(self).__name__}; "
                 f"supported: {allowed}."
             )
         if supported_action_spaces is not None and not isinstance(vec_env.action_space, supported_action_spaces):
