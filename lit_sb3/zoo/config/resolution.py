@@ -18,12 +18,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lit_sb3.zoo import wrappers as zoo_wrappers
 from lit_sb3.zoo.config.checks import check_algo_kwargs, check_kwargs
 from lit_sb3.zoo.config.literals import parse_python_literal, parse_schedule
-from lit_sb3.zoo.config.loading import DEFAULT_ENTRY, _display, load_zoo_file, zoo_config_path
+from lit_sb3.zoo.config.loading import DEFAULT_ENTRY, _display, load_zoo_file, parse_yaml, zoo_config_path
 from lit_sb3.zoo.config.resolved import ResolvedConfig
 from lit_sb3.zoo.config.values import (
     _as_int,
@@ -113,10 +111,7 @@ def _layers_of_file(path: Path, label: str, env_id: str) -> tuple[list[_Layer], 
 
 
 def _parse_override(key: str, text: str) -> Any:
-    try:
-        value = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError as exc:
-        raise BenchError(f"--hyperparams {key}={text}: invalid value: {exc}") from exc
+    value = parse_yaml(text, f"--hyperparams {key}={text}") if text.strip() else None
     if isinstance(value, str):
         try:
             tree = ast.parse(" ".join(value.split()), mode="eval")
