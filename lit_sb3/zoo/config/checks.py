@@ -68,7 +68,9 @@ class Bound:
 
 
 def _fmt(x: float | None) -> str:
-    return str(int(x)) if x is not None and float(x).is_integer() else f"{x:g}"
+    if x is None:
+        return ""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 _UNIT = Bound(0, 1)

@@ -110,13 +110,14 @@ def read_yaml_text(path: str | Path, shown: str | None = None, what: str = "file
         raise BenchError(f"{shown}: {what} is not UTF-8 text (byte {exc.start})") from exc
 
 
-def parse_yaml(text: str, shown: str, loader: type[yaml.SafeLoader] = _BoundedLoader) -> Any:
+def parse_yaml(text: str, shown: str, loader: type[yaml.SafeLoader] = _BoundedLoader, with_line: bool = True) -> Any:
     """Parse YAML with a safe, bounded loader; errors are one-line :class:`BenchError` with file:line.
 
     Args:
         text: the document.
-        shown: the name used in messages (a file, or ``--hyperparams key``).
+        shown: the name used in messages (a file, or ``--hyperparams key=value``).
         loader: a :class:`_BoundedLoader` subclass.
+        with_line: add ``:line`` after ``shown`` in messages (False for one-line texts).
     """
     if len(text) > MAX_YAML_BYTES:
         raise BenchError(f"{shown}: YAML text too large (over {MAX_YAML_BYTES:,} characters)")
@@ -124,7 +125,7 @@ def parse_yaml(text: str, shown: str, loader: type[yaml.SafeLoader] = _BoundedLo
         return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
+        line = f":{mark.line + 1}" if mark is not None and with_line else ""
         problem = " ".join(" ".join(str(p).split()) for p in (exc.context, exc.problem) if p)
         raise BenchError(f"{shown}{line}: invalid YAML: {problem}") from exc
     except yaml.YAMLError as exc:

@@ -111,7 +111,7 @@ def _layers_of_file(path: Path, label: str, env_id: str) -> tuple[list[_Layer], 
 
 
 def _parse_override(key: str, text: str) -> Any:
-    value = parse_yaml(text, f"--hyperparams {key}={text}") if text.strip() else None
+    value = parse_yaml(text, f"--hyperparams {key}={text}", with_line=False) if text.strip() else None
     if isinstance(value, str):
         try:
             tree = ast.parse(" ".join(value.split()), mode="eval")
