@@ -100,7 +100,7 @@ RANGES: dict[str, Bound] = {
             "n_sampled_goal",
         ),
         _AT_LEAST_1,
-    ),  # fmt: skip
+    ),
     # -1 means "as many as env steps collected" / "only at the start of a rollout"
     "gradient_steps": _AT_LEAST_MINUS_1,
     "sde_sample_freq": _AT_LEAST_MINUS_1,
@@ -125,7 +125,7 @@ RANGES: dict[str, Bound] = {
             "clip_reward",
         ),
         _POSITIVE,
-    ),  # fmt: skip
+    ),
     "verbose": Bound(0, 2),
     "seed": Bound(0, 2**32 - 1),  # numpy's seed range
 }
@@ -278,7 +278,8 @@ def check_value(name: str, value: Any, hint: Any) -> tuple[Any, str | None]:
     if isinstance(value, str) and name in STRING_VALUES:
         pattern, text = STRING_VALUES[name]
         if not pattern.match(value.strip()):
-            return value, f"bad value {value!r}: expected a number {bound or ''} or {text}".replace("  ", " ")
+            number = f"a number {bound}" if bound is not None else "a number"
+            return value, f"bad value {value!r}: expected {number} or {text}"
         return value, None
     number = _initial(value)
     if bound is not None and isinstance(number, (int, float)) and not isinstance(number, bool):
