@@ -36,6 +36,7 @@ FILES = {
     "huge": "# padding\n" * 120_000,
     "space_bomb": BOMB,
     "space_list": "- learning_rate\n",
+    "space_fixed": "target_kl: -1\n",
 }
 
 # (id, argv, text the one line must contain)
@@ -182,6 +183,7 @@ CASES = [
     ("tune n-trials 0", [*TUNE, "--n-trials", "0"], "--n-trials must be"),
     ("tune space bomb", [*TUNE, "--search-space", "@space_bomb"], "expands to more than 200,000 nodes"),
     ("tune space list", [*TUNE, "--search-space", "@space_list"], "expected a mapping of parameter names"),
+    ("tune space fixed value", [*TUNE, "--search-space", "@space_fixed"], "target_kl: bad value -1: must be > 0"),
 ]
 
 
