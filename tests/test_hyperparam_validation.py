@@ -93,10 +93,25 @@ def test_common_arguments_are_checked_for_every_algorithm(algo: str, env_id: str
             "dict(optimizer_class=th.optim.SGD, optimizer_kwargs=dict(betas=1))",
             "unknown optimizer argument 'betas' for SGD",
         ),
+        (
+            "sac",
+            "Pendulum-v1",
+            "replay_buffer_kwargs",
+            "dict(n_sampled_goals=4)",
+            "unknown buffer argument 'n_sampled_goals' for HerReplayBuffer (did you mean 'n_sampled_goal'?)",
+        ),
+        (
+            "sac",
+            "Pendulum-v1",
+            "replay_buffer_kwargs",
+            "dict(n_sampled_goal=0)",
+            "replay_buffer_kwargs.n_sampled_goal: bad value 0: must be >= 1",
+        ),
     ],
 )
 def test_algorithm_specific_ranges(algo: str, env_id: str, key: str, value: str, expected: str) -> None:
-    msg = _error(algo, env_id, **{key: value})
+    extra = {"replay_buffer_class": "HerReplayBuffer"} if key == "replay_buffer_kwargs" else {}
+    msg = _error(algo, env_id, **{key: value}, **extra)
     assert expected in msg and "\n" not in msg, msg
 
 

@@ -153,6 +153,17 @@ _FILLED_BY_CALLER: dict[str, dict[str, str]] = {
     "optimizer": {"params": "the policy", "lr": "learning_rate"},
     "features extractor": {"observation_space": "the env"},
     "VecNormalize": {"venv": "the env"},
+    "buffer": {
+        "buffer_size": "buffer_size",
+        "observation_space": "the env",
+        "action_space": "the env",
+        "env": "the env",
+        "device": "device",
+        "n_envs": "n_envs",
+        "optimize_memory_usage": "optimize_memory_usage",
+        "gamma": "gamma",
+        "gae_lambda": "gae_lambda",
+    },
 }
 
 
@@ -442,6 +453,10 @@ def check_algo_kwargs(algo_cls: type, policy: str, algo_kwargs: Mapping[str, Any
             continue  # noise is a spec made and checked by the resolver; unknown names were refused there
         if name == "policy_kwargs" and isinstance(value, Mapping) and policy in aliases:
             out[name] = check_policy_kwargs(value, aliases[policy], fail)
+            continue
+        buffer_cls = algo_kwargs.get(name.removesuffix("_kwargs") + "_class")
+        if name.endswith("buffer_kwargs") and isinstance(value, Mapping) and isinstance(buffer_cls, type):
+            out[name] = check_kwargs(value, buffer_cls, "buffer", fail, name)  # the class given next to it
             continue
         out[name], why = check_value(name, value, hints.get(name, params[name].annotation))
         if why is not None:
