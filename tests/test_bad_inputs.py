@@ -122,6 +122,11 @@ CASES = [
         ],
         "unknown noise type 'gauss'",
     ),  # fmt: skip
+    (
+        "env_wrapper kwarg",
+        [*RUN_SAC, "--hyperparams", "env_wrapper=[{gymnasium.wrappers.TimeLimit: {max_episode_steps: abc}}]"],
+        "env_wrapper: env wrapper 'gymnasium.wrappers.TimeLimit': max_episode_steps: bad value 'abc': expected int",
+    ),
     # unknown keys
     ("unknown key", [*RUN, "--hyperparams", "n_stepz=64"], "unknown hyperparameter 'n_stepz' for ppo (did you mean"),
     # --hyperparams syntax

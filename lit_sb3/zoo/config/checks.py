@@ -223,6 +223,8 @@ def _matches(value: Any, hint: Any) -> bool:
         return all(_matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items())
     if origin is collections.abc.Callable or getattr(hint, "_is_protocol", False):
         return callable(value)
+    if isinstance(hint, type) and hint.__module__.partition(".")[0] == "numpy":
+        return isinstance(value, (int, float, list, tuple)) and not isinstance(value, bool)  # converted by the callee
     if isinstance(hint, type):
         return isinstance(value, hint)
     return True
