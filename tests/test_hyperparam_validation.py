@@ -210,3 +210,10 @@ def test_builtin_zoo_files_pass_the_checks() -> None:
 
     for algo, _ in ALGO_ENVS:
         assert validate_zoo_file(algo, zoo_config_path(algo))
+
+
+def test_values_bench_jobs_replace_are_noted() -> None:
+    """seed, device and verbose are valid constructor arguments, but a bench job sets its own: say so."""
+    cfg = resolve("ppo", "CartPole-v1", overrides={"seed": "3", "device": "cpu"})
+    assert any(n.startswith("seed, device from the configs: bench run/tune jobs set their own") for n in cfg.notes)
+    assert not any("bench run/tune jobs" in n for n in resolve("ppo", "CartPole-v1").notes)

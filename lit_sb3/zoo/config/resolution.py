@@ -66,6 +66,9 @@ _VEC_NORMALIZE_KEYS = frozenset(
     {"training", "norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys"}
 )
 _V5_FALLBACK = ("-v4", "-v3")
+#: Constructor arguments that every bench job sets itself (runner: seed, device and verbose of the job).
+_SET_BY_BENCH = ("seed", "device", "verbose")
+_SET_BY_BENCH_HOW = "seed from --seeds/--seed-list, device from --device, verbose 0"
 _VEC_WRAPPERS = ("VecFrameStack", "VecNormalize", "VecTransposeImage", "VecMonitor", "VecCheckNan", "VecExtractDictObs")
 _CALLBACKS = (
     "CheckpointCallback", "EvalCallback", "StopTrainingOnMaxEpisodes", "StopTrainingOnRewardThreshold",
@@ -314,6 +317,9 @@ def _build(algo: str, env_id: str, merged: dict[str, tuple[Any, _Source]], arg_n
         return (item[1] if item is not None else _Source("SB3 default", None, None)).error(key, message)
 
     algo_kwargs = check_algo_kwargs(algo_class, fields["policy"], algo_kwargs, fail)
+    replaced = [k for k in _SET_BY_BENCH if k in algo_kwargs]
+    if replaced:
+        notes.append(f"{', '.join(replaced)} from the configs: bench run/tune jobs set their own ({_SET_BY_BENCH_HOW})")
     if normalize_kwargs:
         from lit_sb3.vec_env import VecNormalize
 
