@@ -70,13 +70,14 @@ def load_table(path: str | Path | None = None) -> ScoreTable:
     Args:
         path: YAML file; default :func:`default_table_path`.
     """
-    import yaml
 
     p = Path(path) if path is not None else default_table_path()
     if not p.is_file():
         raise BenchError(f"score table {p} not found")
-    raw = yaml.safe_load(p.read_text()) or {}
-    if "version" not in raw or not isinstance(raw.get("envs"), dict):
+    from lit_sb3.zoo.config.loading import load_yaml_file
+
+    raw = load_yaml_file(p, "score table") or {}
+    if not isinstance(raw, dict) or "version" not in raw or not isinstance(raw.get("envs"), dict):
         raise BenchError(f"score table {p} needs 'version:' and an 'envs:' mapping")
     entries = {}
     for env_id, fields in raw["envs"].items():

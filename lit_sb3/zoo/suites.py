@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import lit_sb3
 from lit_sb3.zoo.errors import BenchError, did_you_mean
 from lit_sb3.zoo.registry import ALGOS, check_algo, registered_env_ids
@@ -78,13 +76,9 @@ def load_suites(path: str | Path | None = None) -> dict[str, Suite]:
         path: the YAML file (default: :func:`suites_path`).
     """
     p = Path(path) if path is not None else suites_path()
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise BenchError(f"{p}: cannot read suites file: {exc.strerror or exc}") from exc
-    except yaml.MarkedYAMLError as exc:
-        line = f":{exc.problem_mark.line + 1}" if exc.problem_mark is not None else ""
-        raise BenchError(f"{p}{line}: invalid YAML: {exc.problem}") from exc
+    from lit_sb3.zoo.config.loading import load_yaml_file
+
+    data = load_yaml_file(p, "suites file")
     if data is None:
         return {}
     if not isinstance(data, Mapping):

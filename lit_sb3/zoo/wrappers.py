@@ -286,6 +286,14 @@ def check_wrapper_kwargs(name: str, kwargs: Mapping[str, Any]) -> None:
     except TypeError as exc:
         params = [p for p in inspect.signature(cls).parameters if p not in ("self", "env")]
         raise ValueError(f"env wrapper '{name}': bad arguments {dict(kwargs)} ({exc}); accepted: {params}") from exc
+    from lit_sb3.zoo.config.checks import check_value, constructor_hints
+
+    params, hints, _ = constructor_hints(cls)
+    for key, value in kwargs.items():
+        if key in params:
+            _, why = check_value(key, value, hints.get(key, params[key].annotation))
+            if why is not None:
+                raise ValueError(f"env wrapper '{name}': {key}: {why}")
 
 
 def make_env_wrapper(spec: WrapperSpec | str | Iterable[WrapperSpec | str]) -> Callable[[gym.Env], gym.Env]:

@@ -136,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     if args.show:
         return _show(args)
     from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.config.checks import check_device
     from lit_sb3.zoo.registry import check_algo, check_env_id, check_pair
     from lit_sb3.zoo.runner import metrics_flush_seconds
     from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, PROC_TAG, RUN_TYPE, _process_tag, open_tracking
@@ -155,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.algo or not args.env:
         raise BenchError("--algo and --env are required (or --show)")
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every trial
+    if (why := check_device(args.device)) is not None:
+        raise BenchError(f"--device: {why}")
     algo = check_algo(args.algo)
     env_id = check_env_id(args.env)
     reason = check_pair(algo, env_id)

@@ -68,7 +68,9 @@ class Bound:
 
 
 def _fmt(x: float | None) -> str:
-    return str(int(x)) if x is not None and float(x).is_integer() else f"{x:g}"
+    if x is None:
+        return ""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 _UNIT = Bound(0, 1)
@@ -98,7 +100,7 @@ RANGES: dict[str, Bound] = {
             "n_sampled_goal",
         ),
         _AT_LEAST_1,
-    ),  # fmt: skip
+    ),
     # -1 means "as many as env steps collected" / "only at the start of a rollout"
     "gradient_steps": _AT_LEAST_MINUS_1,
     "sde_sample_freq": _AT_LEAST_MINUS_1,
@@ -123,7 +125,7 @@ RANGES: dict[str, Bound] = {
             "clip_reward",
         ),
         _POSITIVE,
-    ),  # fmt: skip
+    ),
     "verbose": Bound(0, 2),
     "seed": Bound(0, 2**32 - 1),  # numpy's seed range
 }
@@ -151,6 +153,17 @@ _FILLED_BY_CALLER: dict[str, dict[str, str]] = {
     "optimizer": {"params": "the policy", "lr": "learning_rate"},
     "features extractor": {"observation_space": "the env"},
     "VecNormalize": {"venv": "the env"},
+    "buffer": {
+        "buffer_size": "buffer_size",
+        "observation_space": "the env",
+        "action_space": "the env",
+        "env": "the env",
+        "device": "device",
+        "n_envs": "n_envs",
+        "optimize_memory_usage": "optimize_memory_usage",
+        "gamma": "gamma",
+        "gae_lambda": "gae_lambda",
+    },
 }
 
 
@@ -210,6 +223,8 @@ def _matches(value: Any, hint: Any) -> bool:
         return all(_matches(k, args[0]) and _matches(v, args[1]) for k, v in value.items())
     if origin is collections.abc.Callable or getattr(hint, "_is_protocol", False):
         return callable(value)
+    if isinstance(hint, type) and hint.__module__.partition(".")[0] == "numpy":
+        return isinstance(value, (int, float, list, tuple)) and not isinstance(value, bool)  # converted by the callee
     if isinstance(hint, type):
         return isinstance(value, hint)
     return True
@@ -276,7 +291,8 @@ def check_value(name: str, value: Any, hint: Any) -> tuple[Any, str | None]:
     if isinstance(value, str) and name in STRING_VALUES:
         pattern, text = STRING_VALUES[name]
         if not pattern.match(value.strip()):
-            return value, f"bad value {value!r}: expected a number {bound or ''} or {text}".replace("  ", " ")
+            number = f"a number {bound}" if bound is not None else "a number"
+            return value, f"bad value {value!r}: expected {number} or {text}"
         return value, None
     number = _initial(value)
     if bound is not None and isinstance(number, (int, float)) and not isinstance(number, bool):
@@ -439,6 +455,10 @@ def check_algo_kwargs(algo_cls: type, policy: str, algo_kwargs: Mapping[str, Any
             continue  # noise is a spec made and checked by the resolver; unknown names were refused there
         if name == "policy_kwargs" and isinstance(value, Mapping) and policy in aliases:
             out[name] = check_policy_kwargs(value, aliases[policy], fail)
+            continue
+        buffer_cls = algo_kwargs.get(name.removesuffix("_kwargs") + "_class")
+        if name.endswith("buffer_kwargs") and isinstance(value, Mapping) and isinstance(buffer_cls, type):
+            out[name] = check_kwargs(value, buffer_cls, "buffer", fail, name)  # the class given next to it
             continue
         out[name], why = check_value(name, value, hints.get(name, params[name].annotation))
         if why is not None:

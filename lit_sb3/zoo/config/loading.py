@@ -17,7 +17,19 @@ import lit_sb3
 from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.registry import check_algo
 
-__all__ = ["DEFAULT_ENTRY", "REPO_ROOT", "ENV_VAR", "zoo_config_dir", "zoo_config_path", "load_zoo_file"]
+__all__ = [
+    "DEFAULT_ENTRY",
+    "REPO_ROOT",
+    "ENV_VAR",
+    "MAX_YAML_BYTES",
+    "MAX_YAML_NODES",
+    "zoo_config_dir",
+    "zoo_config_path",
+    "load_zoo_file",
+    "load_yaml_file",
+    "parse_yaml",
+    "read_yaml_text",
+]
 
 DEFAULT_ENTRY = "default"
 REPO_ROOT = Path(lit_sb3.__file__).resolve().parent.parent
@@ -33,6 +45,107 @@ def _display(path: Path | str) -> str:
         return str(path)
 
 
+#: Largest YAML file read (bytes); the zoo's biggest published hyperparameter file is ~20 KB.
+MAX_YAML_BYTES = 1 << 20
+#: Most nodes a YAML document may expand to, aliases counted at their full size (a "billion laughs" of 350
+#: bytes expands to 10**9 nodes; the zoo's published files expand to a few thousand).
+MAX_YAML_NODES = 200_000
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """SafeLoader that counts the nodes a document expands to (each alias at the size of its anchor).
+
+    The count is kept while composing, before any Python object is built, so an alias bomb is refused after
+    composing a few thousand nodes instead of expanding in later code (hashing, JSON, printing).
+    """
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.events.AliasEvent):
+            event = self.peek_event()
+            node = self.anchors.get(event.anchor)
+            if node is not None and id(node) not in self._sizes:
+                raise yaml.composer.ComposerError(
+                    None, None, f"recursive alias *{event.anchor} (a structure containing itself)", event.start_mark
+                )
+            return super().compose_node(parent, index)
+        node = super().compose_node(parent, index)
+        if isinstance(node, yaml.MappingNode):
+            size = 1 + sum(self._sizes.get(id(k), 1) + self._sizes.get(id(v), 1) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            size = 1 + sum(self._sizes.get(id(v), 1) for v in node.value)
+        else:
+            size = 1
+        if size > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(
+                None, None,
+                f"the document expands to more than {MAX_YAML_NODES:,} nodes (nested aliases?)", node.start_mark,
+            )  # fmt: skip
+        self._sizes[id(node)] = size
+        return node
+
+
+def read_yaml_text(path: str | Path, shown: str | None = None, what: str = "file") -> str:
+    """The text of a YAML file, refused (one-line :class:`BenchError`) above :data:`MAX_YAML_BYTES`.
+
+    Args:
+        path: the file.
+        shown: the name used in messages (default: the path).
+        what: what the file is, for messages (``config file``, ``suites file``).
+    """
+    shown = shown if shown is not None else str(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:
+        raise BenchError(f"{shown}: cannot read {what}: {exc.strerror or exc}") from exc
+    if len(data) > MAX_YAML_BYTES:
+        raise BenchError(f"{shown}: {what} too large (over {MAX_YAML_BYTES:,} bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BenchError(f"{shown}: {what} is not UTF-8 text (byte {exc.start})") from exc
+
+
+def parse_yaml(text: str, shown: str, loader: type[yaml.SafeLoader] = _BoundedLoader, with_line: bool = True) -> Any:
+    """Parse YAML with a safe, bounded loader; errors are one-line :class:`BenchError` with file:line.
+
+    Args:
+        text: the document.
+        shown: the name used in messages (a file, or ``--hyperparams key=value``).
+        loader: a :class:`_BoundedLoader` subclass.
+        with_line: add ``:line`` after ``shown`` in messages (False for one-line texts).
+    """
+    if len(text) > MAX_YAML_BYTES:
+        raise BenchError(f"{shown}: YAML text too large (over {MAX_YAML_BYTES:,} characters)")
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark is not None and with_line else ""
+        problem = " ".join(" ".join(str(p).split()) for p in (exc.context, exc.problem) if p)
+        raise BenchError(f"{shown}{line}: invalid YAML: {problem}") from exc
+    except yaml.YAMLError as exc:
+        raise BenchError(f"{shown}: invalid YAML: {' '.join(str(exc).split())}") from exc
+    except RecursionError:
+        raise BenchError(f"{shown}: invalid YAML: nested too deeply") from None
+
+
+def load_yaml_file(path: str | Path, what: str = "file", shown: str | None = None) -> Any:
+    """Read and parse a YAML file with the bounds of :func:`read_yaml_text` and :func:`parse_yaml`.
+
+    Args:
+        path: the file.
+        what: what the file is, for messages.
+        shown: the name used in messages (default: the path).
+    """
+    shown = shown if shown is not None else str(path)
+    return parse_yaml(read_yaml_text(path, shown, what), shown)
+
+
 class _LineDict(dict):
     """A dict that remembers the line of the mapping and of each key (1-based)."""
 
@@ -40,7 +153,7 @@ class _LineDict(dict):
     key_lines: dict[Any, int]
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(_BoundedLoader):
     """SafeLoader whose mappings are :class:`_LineDict` (anchors, aliases and ``<<`` merges work)."""
 
 
@@ -101,19 +214,7 @@ def load_zoo_file(path: str | Path) -> dict[str, dict[str, Any]]:
         path: the YAML file.
     """
     shown = _display(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BenchError(f"{shown}: cannot read config file: {exc.strerror or exc}") from exc
-    try:
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - _LineLoader is a SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-        raise BenchError(f"{shown}{line}: invalid YAML: {problem}") from exc
-    except yaml.YAMLError as exc:
-        raise BenchError(f"{shown}: invalid YAML: {exc}") from exc
+    data = parse_yaml(read_yaml_text(path, shown, "config file"), shown, _LineLoader)
     if data is None:
         return {}
     if not isinstance(data, dict):

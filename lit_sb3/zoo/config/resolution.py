@@ -18,12 +18,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from lit_sb3.zoo import wrappers as zoo_wrappers
 from lit_sb3.zoo.config.checks import check_algo_kwargs, check_kwargs
 from lit_sb3.zoo.config.literals import parse_python_literal, parse_schedule
-from lit_sb3.zoo.config.loading import DEFAULT_ENTRY, _display, load_zoo_file, zoo_config_path
+from lit_sb3.zoo.config.loading import DEFAULT_ENTRY, _display, load_zoo_file, parse_yaml, zoo_config_path
 from lit_sb3.zoo.config.resolved import ResolvedConfig
 from lit_sb3.zoo.config.values import (
     _as_int,
@@ -68,6 +66,9 @@ _VEC_NORMALIZE_KEYS = frozenset(
     {"training", "norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys"}
 )
 _V5_FALLBACK = ("-v4", "-v3")
+#: Constructor arguments that every bench job sets itself (runner: seed, device and verbose of the job).
+_SET_BY_BENCH = ("seed", "device", "verbose")
+_SET_BY_BENCH_HOW = "seed from --seeds/--seed-list, device from --device, verbose 0"
 _VEC_WRAPPERS = ("VecFrameStack", "VecNormalize", "VecTransposeImage", "VecMonitor", "VecCheckNan", "VecExtractDictObs")
 _CALLBACKS = (
     "CheckpointCallback", "EvalCallback", "StopTrainingOnMaxEpisodes", "StopTrainingOnRewardThreshold",
@@ -113,10 +114,7 @@ def _layers_of_file(path: Path, label: str, env_id: str) -> tuple[list[_Layer], 
 
 
 def _parse_override(key: str, text: str) -> Any:
-    try:
-        value = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError as exc:
-        raise BenchError(f"--hyperparams {key}={text}: invalid value: {exc}") from exc
+    value = parse_yaml(text, f"--hyperparams {key}={text}", with_line=False) if text.strip() else None
     if isinstance(value, str):
         try:
             tree = ast.parse(" ".join(value.split()), mode="eval")
@@ -319,6 +317,9 @@ def _build(algo: str, env_id: str, merged: dict[str, tuple[Any, _Source]], arg_n
         return (item[1] if item is not None else _Source("SB3 default", None, None)).error(key, message)
 
     algo_kwargs = check_algo_kwargs(algo_class, fields["policy"], algo_kwargs, fail)
+    replaced = [k for k in _SET_BY_BENCH if k in algo_kwargs]
+    if replaced:
+        notes.append(f"{', '.join(replaced)} from the configs: bench run/tune jobs set their own ({_SET_BY_BENCH_HOW})")
     if normalize_kwargs:
         from lit_sb3.vec_env import VecNormalize
 

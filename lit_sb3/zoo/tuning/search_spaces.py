@@ -376,15 +376,13 @@ def load_search_space(algo: str, path: str | Path | None) -> SearchSpace:
         base = SearchSpace(algo, {}, {}, f"search space {path}")
     if path is None:
         return base
-    import yaml
 
     where = f"search space {path}"
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise BenchError(f"{where}: no such file") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise BenchError(f"{where}: cannot read: {' '.join(str(exc).split())}") from exc
+    from lit_sb3.zoo.config.loading import load_yaml_file
+
+    if not Path(path).exists():
+        raise BenchError(f"{where}: no such file")
+    data = load_yaml_file(path, "search space file", shown=where)
     if data is None:
         return SearchSpace(algo, base.params, base.fixed, where)
     if not isinstance(data, Mapping):
