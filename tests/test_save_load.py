@@ -107,6 +107,41 @@ def test_round_trip_and_old_archive_still_loads(ppo_archive: bytes, tmp_path: Pa
     assert math.isnan(decode_value(encode_value(float("nan"))))
 
 
+# ``params`` of data.json as lit_sb3 wrote them before the serialisation module (copied from archives saved by
+# main at e623cf9): they must decode, load, and encode back to exactly the same JSON
+_OLD_PARAMS = {
+    "PPO": json.loads(
+        '{"policy": "MlpPolicy", "learning_rate": {"__schedule__": {"type": "LinearSchedule", "start": 0.001, '
+        '"end": 0.0001, "end_fraction": 1.0}}, "n_steps": 32, "batch_size": 32, "n_epochs": 1, "gamma": 0.99, '
+        '"gae_lambda": 0.95, "clip_range": 0.2, "clip_range_vf": null, "normalize_advantage": true, "ent_coef": 0.0, '
+        '"vf_coef": 0.5, "max_grad_norm": 0.5, "use_sde": false, "sde_sample_freq": -1, "rollout_buffer_class": null, '
+        '"rollout_buffer_kwargs": {}, "target_kl": null, "stats_window_size": 100, "tensorboard_log": null, '
+        '"policy_kwargs": {"net_arch": {"pi": [8], "vf": [8]}, "activation_fn": {"__class__": '
+        '"torch.nn.modules.activation.ReLU"}}, "verbose": 0, "seed": 0}'
+    ),
+    "DQN": json.loads(
+        '{"policy": "MlpPolicy", "buffer_size": 100, "train_freq": {"__tuple__": [4, "step"]}, '
+        '"replay_buffer_class": {"__class__": "lit_sb3.buffers.replay.ReplayBuffer"}, "policy_kwargs": '
+        '{"net_arch": [8]}, "seed": 0}'
+    ),
+}
+
+
+@pytest.mark.parametrize("algo", ["PPO", "DQN"])
+def test_archives_written_before_the_codec_merge_load(
+    ppo_archive: bytes, dqn_archive: bytes, tmp_path: Path, algo: str
+) -> None:
+    cls, archive = (PPO, ppo_archive) if algo == "PPO" else (DQN, dqn_archive)
+    old = _OLD_PARAMS[algo]
+    path = _edit_data(archive, tmp_path / "old.zip", lambda d: d.__setitem__("params", dict(old)))
+    model = cls.load(path)
+    if algo == "PPO":
+        assert model.policy_kwargs["activation_fn"] is th.nn.ReLU and model.learning_rate(0.0) == pytest.approx(1e-4)
+    else:
+        assert model.train_freq.frequency == 4 and model.replay_buffer_class is ReplayBuffer
+    assert {k: encode_value(decode_value(v)) for k, v in old.items()} == old
+
+
 def test_print_system_info_prints_stored_and_current(ppo_archive: bytes, tmp_path: Path, capsys) -> None:
     PPO.load(_write(tmp_path / "m.zip", _members(ppo_archive)), print_system_info=True)
     out = capsys.readouterr().out
