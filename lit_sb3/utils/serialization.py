@@ -71,9 +71,10 @@ ARCHIVE_MEMBERS: dict[str, int] = {
 #: a member bigger than this that compresses better than :data:`MAX_COMPRESSION_RATIO` is a zip bomb
 _BOMB_MIN_BYTES = 2**20
 MAX_COMPRESSION_RATIO = 100
-#: the largest space a file may declare: elements of a Box / MultiBinary / MultiDiscrete, actions of a Discrete
+#: the largest space a file may declare: elements of a Box / MultiBinary, actions (logits) of a Discrete /
+#: MultiDiscrete
 MAX_SPACE_ELEMENTS = 2**24
-MAX_DISCRETE_N = 2**24
+MAX_DISCRETE_N = 2**20
 MAX_SPACE_DEPTH = 8
 #: the widest layer and the most weights a ``net_arch`` read from a file may ask for
 MAX_LAYER_WIDTH = 2**16
@@ -370,8 +371,8 @@ def space_from_dict(data: Any, _depth: int = 0) -> spaces.Space:
         return spaces.Discrete(n, start=start)
     if kind == "MultiDiscrete":
         nvec = _bounded_array(data.get("nvec"), "MultiDiscrete nvec")
-        if nvec.size == 0 or nvec.min() < 1 or nvec.max() > MAX_DISCRETE_N or nvec.sum() > MAX_SPACE_ELEMENTS:
-            raise ValueError(f"MultiDiscrete nvec must be in [1, {MAX_DISCRETE_N}] with a sum <= {MAX_SPACE_ELEMENTS}")
+        if nvec.size == 0 or nvec.min() < 1 or nvec.sum() > MAX_DISCRETE_N:
+            raise ValueError(f"MultiDiscrete nvec must be >= 1 with a sum <= {MAX_DISCRETE_N} (one logit each)")
         start = _bounded_array(data.get("start", _array(np.zeros_like(nvec))), "MultiDiscrete start")
         return spaces.MultiDiscrete(nvec, start=start)
     if kind == "MultiBinary":
