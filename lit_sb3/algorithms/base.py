@@ -408,6 +408,7 @@ class BaseAlgorithm(L.LightningModule):
         return DataLoader(InfiniteReplayBufferDataset(), batch_size=None, num_workers=0, generator=th.Generator())
 
     def on_fit_start(self) -> None:
+        self._match_input_dtype()
         self._on_device_ready()
         self._apply_pending_rl_state()
         if self.fit_context is not None:
@@ -416,6 +417,34 @@ class BaseAlgorithm(L.LightningModule):
 
     def _on_device_ready(self) -> None:
         """Hook: Lightning has placed the module on its device (buffers can follow)."""
+
+    def _match_input_dtype(self) -> None:
+        """Let float32 observations and actions reach networks in another dtype (``precision="64-true"`` or
+        ``"bf16-true"`` convert the parameters, while envs and buffers stay float32): every features extractor
+        of the policy casts its floating inputs to the policy's dtype. Installed once, only when the dtype is not
+        float32 (the default path pays nothing)."""
+        from lit_sb3.policies.torch_layers import BaseFeaturesExtractor
+
+        if getattr(self, "_input_cast_installed", False) or next(self.policy.parameters()).dtype == th.float32:
+            return
+        policy = self.policy
+
+        def cast(module: th.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+            dtype = next(policy.parameters()).dtype
+
+            def one(x: Any) -> Any:
+                if isinstance(x, th.Tensor) and x.is_floating_point() and x.dtype != dtype:
+                    return x.to(dtype)
+                if isinstance(x, dict):
+                    return {k: one(v) for k, v in x.items()}
+                return x
+
+            return tuple(one(a) for a in args)
+
+        for module in policy.modules():
+            if isinstance(module, BaseFeaturesExtractor):
+                module.register_forward_pre_hook(cast)
+        self._input_cast_installed = True
 
     def on_train_start(self) -> None:
         self._stop_requested = False

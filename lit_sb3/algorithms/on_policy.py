@@ -196,6 +196,9 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, device)
                 actions, values, log_probs = self.policy(obs_tensor)
+            if values.dtype != th.float32:  # bf16 autocast or 64-true: the buffers hold float32
+                actions = actions.float() if actions.is_floating_point() else actions
+                values, log_probs = values.float(), log_probs.float()
             actions = actions.cpu().numpy()
             clipped_actions = actions
             if clip_actions:
@@ -227,7 +230,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             self._last_obs = new_obs
             self._last_episode_starts = dones
         with th.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(new_obs, device))
+            values = self.policy.predict_values(obs_as_tensor(new_obs, device)).float()
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         callback.update_locals(locals())
         callback.on_rollout_end()
