@@ -134,6 +134,11 @@ class RLTrainer(L.Trainer):
         log_every_n_steps: log interval (episodes for off-policy, iterations for on-policy).
         enable_checkpointing: Lightning's default ``ModelCheckpoint`` (saves at the end of the fit); ``None``: on
             when a checkpoint callback is passed in ``callbacks``, else off.
+
+    Attributes:
+        reset_num_timesteps: ``True`` (default): ``fit`` counts env steps from 0 (or from a checkpoint);
+            ``False``: it continues the model's count for ``max_steps`` more steps (SB3's ``learn`` semantics,
+            set by ``model.learn(reset_num_timesteps=False)``).
     """
 
     def __init__(

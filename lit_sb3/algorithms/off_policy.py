@@ -8,8 +8,13 @@ Architecture:
     ``gradient_steps`` updates (subclasses' :meth:`train`). Lightning costs ~0.7-1.3 ms per ``training_step``,
     so one ``training_step`` runs cycles until at least ``min_env_steps_per_training_step`` (32) env steps were
     collected (each cycle ends on an episode boundary when ``train_freq`` is in episodes). The semantics are
-    exactly those of one cycle per step, as in SB3: callbacks fire after every env step, the budget is exact
-    (collection stops on the step that reaches it), logs are dumped every ``log_interval`` episodes.
+    exactly those of one cycle per step, as in SB3: callbacks fire after every env step, logs are dumped every
+    ``log_interval`` episodes. Each completed cycle is one Lightning ``global_step``.
+  * Budget end: the budget is exact (collection stops on the step that reaches it). A cycle cut by the budget (or
+    by a step boundary: checkpoint cadence, evaluation) stays *open*: its update runs once the cycle completes, in
+    the next ``training_step`` or a continued fit, and its counts are saved in Lightning checkpoints. So stopping
+    at any env step N and continuing gives exactly the run that did not stop (SB3 instead collects past the
+    budget to finish the cycle).
   * ``learn()`` wraps ``RLTrainer.fit`` with SB3's signature.
 
 Speed choices (see ``benchmarks/bench_off_policy.py``): actions are selected by a lean path (numpy -> tensor
@@ -536,6 +541,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self._set_policy_training_mode(False)
         n_envs = env.num_envs
         context = self.fit_context
+        cadences = () if context is None else context.env_step_cadences
         if self._cycle_open:  # continue the cycle that a budget end or a step boundary interrupted
             num_collected_steps, num_collected_episodes = self._cycle_steps, self._cycle_episodes
             self._cycle_open = False
@@ -574,9 +580,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                     if log_interval is not None and log_interval > 0 and self._episode_num % log_interval == 0:
                         self.dump_logs()
 
-            if context is not None and context.crossed_env_step_boundary(
-                self.num_timesteps - n_envs, self.num_timesteps
-            ):
+            if cadences and context.crossed_env_step_boundary(self.num_timesteps - n_envs, self.num_timesteps):
                 context.request_boundary()
             if budget_reached or (context is not None and context.boundary_requested):
                 if should_collect_more_steps(train_freq, num_collected_steps, num_collected_episodes):
