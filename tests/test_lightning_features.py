@@ -10,6 +10,7 @@ import pickle
 import threading
 from pathlib import Path
 
+import fsspec
 import numpy as np
 import pytest
 import torch as th
@@ -262,11 +263,13 @@ def test_checkpoint_url_with_a_pickle_payload_is_refused(tmp_path, monkeypatch):
             RLTrainer(max_steps=60, logger=False).fit(
                 tiny_sac(), datamodule=pendulum(), ckpt_path=url, weights_only=False
             )
-        # a local path and a file URL are read the same safe way
-        with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
-            RLTrainer(max_steps=60, logger=False).fit(
-                tiny_sac(), datamodule=pendulum(), ckpt_path=f"file://{served / 'evil.ckpt'}"
-            )
+        # a local path, a file URL and any fsspec URL are read the same safe way
+        memory = fsspec.filesystem("memory")
+        memory.pipe("/evil.ckpt", (served / "evil.ckpt").read_bytes())
+        for source in (str(served / "evil.ckpt"), f"file://{served / 'evil.ckpt'}", "memory://evil.ckpt"):
+            with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+                RLTrainer(max_steps=60, logger=False).fit(tiny_sac(), datamodule=pendulum(), ckpt_path=source)
+        memory.rm("/evil.ckpt")
     finally:
         server.shutdown()
         server.server_close()
@@ -297,3 +300,25 @@ def test_tensorboard_train_values_at_their_own_step_and_hparams(tmp_path):
     assert "_hparams_/session_start_info" in plugin
     hparams = (Path(logger.log_dir) / "hparams.yaml").read_text()
     assert "learning_rate: 0.001" in hparams and "algo: SAC" in hparams
+
+
+def test_record_exclude_keeps_a_value_out_of_matching_loggers(tmp_path):
+    from lightning.pytorch.loggers import CSVLogger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from lit_sb3.callbacks import BaseCallback
+
+    class RecordEveryStep(BaseCallback):
+        def _on_step(self) -> bool:
+            self.model.record("custom/only_tensorboard", float(self.num_timesteps), exclude="csv")
+            self.model.record("custom/everywhere", 1.0)
+            return True
+
+    csv, tb = CSVLogger(tmp_path, name="csv", version=""), TensorBoardLogger(tmp_path, name="tb", version="")
+    model = tiny_sac()
+    RLTrainer(max_steps=40, logger=[csv, tb], rl_callback=RecordEveryStep()).fit(model, datamodule=pendulum())
+    header = (Path(csv.log_dir) / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "custom/everywhere" in header and "custom/only_tensorboard" not in header
+    events = EventAccumulator(tb.log_dir)
+    events.Reload()
+    assert [e.value for e in events.Scalars("custom/only_tensorboard")] == [40.0]
