@@ -228,12 +228,128 @@ def test_tqc_save_load_round_trip(tmp_path):
         TQC("MlpPolicy", top_quantiles_to_drop_per_net=7, policy_kwargs=dict(n_quantiles=7))
 
 
+# ------------------------------------------------------------------------------------------------------ CrossQ
+
+CROSSQ_KW = dict(
+    learning_rate=1e-3,
+    batch_size=32,
+    learning_starts=10_000,
+    policy_delay=2,
+    policy_kwargs=dict(net_arch=dict(pi=[32, 32], qf=[48, 48]), renorm_warmup_steps=3, n_critics=3),
+)
+# the weights are compared after SGD steps: a Linear followed by ReLU and BatchRenorm has bias gradients that are 0
+# up to float noise, which Adam's normalisation turns into +-lr steps in either library
+CROSSQ_SGD = dict(CROSSQ_KW, policy_kwargs=dict(CROSSQ_KW["policy_kwargs"], optimizer_class=th.optim.SGD))
+
+
+def test_crossq_defaults_match_sb3_contrib():
+    from lit_sb3 import CrossQ
+
+    lit = CrossQ("MlpPolicy")
+    contrib = sb3_contrib.CrossQ("MlpPolicy", "Pendulum-v1")
+    for name in ("learning_rate", "buffer_size", "learning_starts", "batch_size", "gamma", "gradient_steps",
+                 "ent_coef", "policy_delay"):  # fmt: skip
+        assert getattr(lit, name) == getattr(contrib, name), name
+    lit.learn(2, env="Pendulum-v1")
+    assert lit.policy.net_arch == contrib.policy.net_arch == {"pi": [256, 256], "qf": [1024, 1024]}
+    assert lit.critic.optimizer.defaults["betas"] == contrib.critic.optimizer.defaults["betas"] == (0.5, 0.999)
+    assert not hasattr(lit.policy, "critic_target")
+
+
+def test_batch_renorm_equals_sb3_contrib():
+    """Warm-up (batch statistics), then renormalised statistics with r/d clipping, running statistics, evaluation
+    mode and gradients: single network and ensemble members alike."""
+    from sb3_contrib.common.torch_layers import BatchRenorm1d
+
+    from lit_sb3.policies.batch_renorm import BatchRenorm
+
+    gen = th.Generator().manual_seed(0)
+    theirs = [BatchRenorm1d(6, warmup_steps=2, momentum=0.3) for _ in range(3)]
+    single = BatchRenorm(6, warmup_steps=2, momentum=0.3)
+    ensemble = BatchRenorm(6, warmup_steps=2, momentum=0.3, n_members=3)
+    for i, module in enumerate(theirs):
+        module.scale.data.uniform_(0.5, 1.5, generator=gen)
+        module.bias.data.uniform_(-1, 1, generator=gen)
+        ensemble.scale.data[i, 0] = module.scale.data
+        ensemble.bias.data[i, 0] = module.bias.data
+    single.load_state_dict(theirs[0].state_dict())
+    for step in range(6):  # steps 0-2: warm-up; then r and d (shifted, scaled batches push them to the clip)
+        x = (th.randn(3, 16, 6, generator=gen) * (1 + 3 * step) + 2 * step).requires_grad_(True)
+        expected = th.stack([m(x[i]) for i, m in enumerate(theirs)])
+        got = ensemble(x)
+        assert th.allclose(got, expected, rtol=1e-5, atol=1e-5), step
+        assert th.allclose(single(x[0]), expected[0], rtol=1e-5, atol=1e-5), step
+        (g_expected,) = th.autograd.grad(expected.square().sum(), x)
+        (g_got,) = th.autograd.grad(got.square().sum(), x)
+        assert th.allclose(g_got, g_expected, rtol=1e-4, atol=1e-5), step
+    for i, module in enumerate(theirs):
+        assert th.allclose(ensemble.ra_mean[i, 0], module.ra_mean, rtol=1e-5, atol=1e-6)
+        assert th.allclose(ensemble.ra_var[i, 0], module.ra_var, rtol=1e-5, atol=1e-6)
+    assert int(ensemble.steps) == int(theirs[0].steps) == 6
+    ensemble.eval()
+    for module in theirs:
+        module.eval()
+    x = th.randn(3, 5, 6, generator=gen)
+    assert th.allclose(ensemble(x), th.stack([m(x[i]) for i, m in enumerate(theirs)]), rtol=1e-5, atol=1e-5)
+    # the warm-up counter survives a state-dict round trip
+    fresh = BatchRenorm(6, warmup_steps=2, n_members=3)
+    fresh.load_state_dict(ensemble.state_dict())
+    assert fresh._steps == 6
+
+
+def test_crossq_update_equals_sb3_contrib():
+    """Same weights, batches and noise: the joint (s, a)/(s', a') critic forward with BatchRenorm (past its
+    warm-up), the policy delay, the losses, the BatchRenorm statistics and the weights after 6 (SGD) steps are
+    sb3-contrib's."""
+    from lit_sb3 import CrossQ
+
+    lit = _warmed_up(CrossQ("MlpPolicy", seed=0, **CROSSQ_SGD), "Pendulum-v1")
+    contrib = sb3_contrib.CrossQ("MlpPolicy", "Pendulum-v1", seed=0, **CROSSQ_SGD)
+    _copy_from_contrib(lit.actor, contrib.actor)
+    _copy_from_contrib(lit.critic, contrib.critic)
+    lit.log_ent_coef.data.copy_(contrib.log_ent_coef.data)
+    batches = _batches(lit, 6, 32)
+    _feed(lit, batches)
+    _feed(contrib, batches)
+    for model in (lit, contrib):
+        th.manual_seed(7)
+        model.train(gradient_steps=6, batch_size=32)
+    assert lit._n_updates == contrib._n_updates == 6
+    for key in ("train/critic_loss", "train/actor_loss", "train/ent_coef", "train/ent_coef_loss"):
+        assert _lit_logged(lit, key) == pytest.approx(_contrib_logged(contrib, key), rel=1e-4, abs=1e-6), key
+    reference = CrossQ("MlpPolicy", seed=1, **CROSSQ_SGD)
+    reference.learn(1, env="Pendulum-v1")
+    _copy_from_contrib(reference.critic, contrib.critic)
+    _copy_from_contrib(reference.actor, contrib.actor)
+    for ours, theirs in ((lit.critic, reference.critic), (lit.actor, reference.actor)):
+        for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
+            assert th.allclose(a.float(), b.float(), rtol=1e-4, atol=1e-5), (name, (a.float() - b.float()).abs().max())
+
+
+def test_crossq_save_load_round_trip(tmp_path):
+    from lit_sb3 import CrossQ
+
+    model = CrossQ("MlpPolicy", seed=0, **{**CROSSQ_KW, "learning_starts": 50})
+    model.learn(80, env="Pendulum-v1")
+    model.save(tmp_path / "crossq.zip")
+    loaded = CrossQ.load(tmp_path / "crossq.zip")
+    assert loaded.policy_delay == 2 and loaded.critic.qf[0].warmup_steps == 3
+    obs = np.random.default_rng(0).normal(size=(8, 3)).astype(np.float32)
+    assert np.allclose(model.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
+    for key, value in model.state_dict().items():
+        assert th.equal(value, loaded.state_dict()[key]), key
+    assert loaded.critic.qf[0]._steps == model.critic.qf[0]._steps > 3
+
+
 # ----------------------------------------------------------------------------------------------- resume (all)
 
 
 def _contrib_model(algo: str, **kwargs):
-    from lit_sb3 import QRDQN, TQC
+    from lit_sb3 import QRDQN, TQC, CrossQ
 
+    if algo == "crossq":
+        return CrossQ("MlpPolicy", seed=3, batch_size=16, learning_starts=40,
+                      policy_kwargs=dict(net_arch=[16, 16], renorm_warmup_steps=20), **kwargs)  # fmt: skip
     if algo == "tqc":
         return TQC("MlpPolicy", seed=3, batch_size=16, learning_starts=40,
                    policy_kwargs=dict(net_arch=[16, 16], n_quantiles=5), **kwargs)  # fmt: skip
@@ -246,6 +362,7 @@ def _contrib_model(algo: str, **kwargs):
 RESUME = [
     pytest.param("qrdqn", "CartPole-v1", dict(train_freq=4, gradient_steps=2), 300, 133, id="qrdqn"),
     pytest.param("tqc", "Pendulum-v1", dict(train_freq=8, gradient_steps=4), 200, 97, id="tqc"),
+    pytest.param("crossq", "Pendulum-v1", dict(train_freq=8, gradient_steps=4), 200, 101, id="crossq"),
 ]
 
 
@@ -270,7 +387,7 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path, algo, env_id, kwar
 # ------------------------------------------------------------------------------------------------ zoo entries
 
 
-@pytest.mark.parametrize("algo", ["qrdqn", "tqc"])
+@pytest.mark.parametrize("algo", ["qrdqn", "tqc", "crossq"])
 def test_zoo_file_is_the_published_one_and_resolves(algo):
     from lit_sb3.zoo.config import resolve, validate_zoo_file
     from lit_sb3.zoo.registry import get_algo_class as algo_class

@@ -22,6 +22,7 @@ ALGORITHMS: dict[str, str] = {
     "a2c": "lit_sb3.algorithms.a2c:A2C",
     "sac": "lit_sb3.algorithms.sac:SAC",
     "tqc": "lit_sb3.algorithms.tqc:TQC",
+    "crossq": "lit_sb3.algorithms.crossq:CrossQ",
     "td3": "lit_sb3.algorithms.td3:TD3",
     "ddpg": "lit_sb3.algorithms.ddpg:DDPG",
     "dqn": "lit_sb3.algorithms.dqn:DQN",
