@@ -431,3 +431,45 @@ def test_qrdqn_learns_cartpole():
     model = QRDQN("MlpPolicy", seed=0, **QRDQN_CARTPOLE)
     model.learn(10_000, env="CartPole-v1")
     assert _mean_return(model, "CartPole-v1") >= 80.0
+
+
+# -------------------------------------------------------------------------------------------------------- suite
+
+
+def test_bench_list_run_report_and_tune(in_tmp_path, mlflow_template, capsys):
+    """The suite handles tqc, qrdqn and crossq: `bench list`, a real `bench run` grid (unrunnable pairs skipped with
+    one line), `bench report` on it, and one `bench tune` trial with the zoo-derived search space."""
+    from lit_sb3.zoo.cli import main
+    from tests.mlflow_store import copy_store
+    from tests.mlflow_store import runs as mlflow_runs
+
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in ("tqc", "qrdqn", "crossq"))
+
+    uri = copy_store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "tqc,qrdqn,crossq", "--envs", "CartPole-v1,Pendulum-v1", "--seeds", "1", "--jobs", "2",
+            "--n-timesteps", "300", "--eval-freq", "150", "--eval-episodes", "2", "--tracking-uri", uri,
+            "--experiment", "contrib", "--hyperparams", "learning_starts=100", "batch_size=32"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "skipped tqc on CartPole-v1" in out and "skipped qrdqn on Pendulum-v1" in out
+    jobs = mlflow_runs(uri, "contrib")
+    assert {(r.data.tags["lit_sb3.algo"], r.data.tags["lit_sb3.env"]) for r in jobs} == {
+        ("tqc", "Pendulum-v1"), ("qrdqn", "CartPole-v1"), ("crossq", "Pendulum-v1")
+    }  # fmt: skip
+    assert {r.info.status for r in jobs} == {"FINISHED"}
+    for run in jobs:
+        assert "train/critic_loss" in run.data.metrics or "train/loss" in run.data.metrics, run.data.tags
+
+    assert main(["report", "--experiment", "contrib", "--tracking-uri", uri, "--out", "report", "--reps", "200"]) == 0
+    report = (in_tmp_path / "report" / "report.md").read_text()
+    assert all(name in report for name in ("tqc", "qrdqn", "crossq"))
+
+    journal = in_tmp_path / "optuna.journal"
+    argv = ["tune", "--algo", "qrdqn", "--env", "CartPole-v1", "--n-trials", "1", "--n-timesteps", "256",
+            "--n-evaluations", "1", "--eval-episodes", "2", "--pruner", "none", "--seed", "0", "--study-name", "q",
+            "--storage", str(journal), "--tracking-uri", uri, "--experiment", "tune-qrdqn"]  # fmt: skip
+    assert main(argv) == 0
+    best = (in_tmp_path / "q_best.yml").read_text()
+    assert "n_quantiles=" in best
