@@ -473,3 +473,30 @@ def test_bench_list_run_report_and_tune(in_tmp_path, mlflow_template, capsys):
     assert main(argv) == 0
     best = (in_tmp_path / "q_best.yml").read_text()
     assert "n_quantiles=" in best
+
+
+@pytest.mark.parametrize("algo, env_id", [("tqc", "Pendulum-v1"), ("qrdqn", "CartPole-v1"), ("crossq", "Pendulum-v1")])
+def test_search_spaces_resolve_and_build(algo, env_id):
+    """The zoo-derived spaces at both ends of every range resolve (n_quantiles lands in policy_kwargs) and build."""
+    import optuna
+
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.registry import get_algo_class
+    from lit_sb3.zoo.tuning.objective import override_text
+    from lit_sb3.zoo.tuning.search_spaces import allowed_names, default_search_space, sample_params, to_hyperparameters
+
+    space = default_search_space(algo)
+    assert ("n_quantiles" in space.params) == (algo != "crossq")
+    assert ("n_quantiles" in allowed_names(algo)) == (algo != "crossq")
+    base = resolve(algo, env_id)
+    for index in (0, -1):
+        point = {n: (s.choices[index] if s.type == "categorical" else (s.low if index == 0 else s.high))
+                 for n, s in space.params.items()}  # fmt: skip
+        sampled = sample_params(optuna.trial.FixedTrial(point), space)
+        hp, _ = to_hyperparameters(algo, sampled, space.fixed, base.algo_kwargs, base.n_envs)
+        cfg = resolve(algo, env_id, overrides={k: override_text(v) for k, v in hp.items()})
+        if algo != "crossq":
+            assert cfg.algo_kwargs["policy_kwargs"]["n_quantiles"] == point["n_quantiles"]
+        kwargs = {**cfg.algo_kwargs, "buffer_size": 1000, "learning_starts": 0}
+        model = get_algo_class(algo)(cfg.policy, **kwargs)
+        model.learn(2, env=env_id)
