@@ -11,6 +11,7 @@ of a return distribution to M target atoms ``z_j`` with the asymmetric Huber los
 from __future__ import annotations
 
 import torch as th
+from torch.nn import functional as F
 
 __all__ = ["quantile_huber_loss", "quantile_midpoints"]
 
@@ -46,14 +47,13 @@ def quantile_huber_loss(
     """
     if taus is None:
         taus = quantile_midpoints(current_quantiles.shape[-1], current_quantiles.device)
-    # u_ij = z_j - theta_i
-    pairwise_delta = target_quantiles.unsqueeze(-2) - current_quantiles.unsqueeze(-1)
-    abs_delta = pairwise_delta.abs()
-    # L_1(u): Huber loss with threshold kappa = 1
-    huber = th.where(abs_delta > 1, abs_delta - 0.5, 0.5 * pairwise_delta.square())
+    # theta_i and z_j broadcast to the pairs [..., N, M] (views, no copies)
+    current, target = th.broadcast_tensors(current_quantiles.unsqueeze(-1), target_quantiles.unsqueeze(-2))
+    # L_1(u), u_ij = z_j - theta_i: Huber loss with threshold kappa = 1 (one fused kernel, forward and backward)
+    huber = F.huber_loss(current, target, reduction="none", delta=1.0)
     # |tau_i - 1{u_ij < 0}|: tau_i where the target is above the quantile, 1 - tau_i where it is below
     taus = taus.to(current_quantiles.dtype).unsqueeze(-1)
-    weight = th.where(pairwise_delta.detach() < 0, 1.0 - taus, taus)
+    weight = th.where(target < current.detach(), 1.0 - taus, taus)
     loss = weight * huber
     if sum_over_quantiles:
         return loss.sum(dim=-2).mean()
