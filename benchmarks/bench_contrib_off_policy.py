@@ -51,7 +51,7 @@ SPEED = [
 LEARNING = [
     ("qrdqn-cartpole", "QRDQN", "CartPole-v1", 10_000, QRDQN_CARTPOLE),
     ("tqc-pendulum", "TQC", "Pendulum-v1", 3000, dict(learning_rate=1e-3, policy_kwargs=dict(net_arch=[64, 64]))),
-    ("crossq-pendulum", "CrossQ", "Pendulum-v1", 3000, dict(policy_delay=2, policy_kwargs=dict(net_arch=[64, 64]))),
+    ("crossq-pendulum", "CrossQ", "Pendulum-v1", 5000, dict(policy_delay=2, policy_kwargs=dict(net_arch=[64, 64]))),
 ]
 
 
