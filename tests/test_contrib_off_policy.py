@@ -412,7 +412,9 @@ def test_zoo_file_is_the_published_one_and_resolves(algo):
 
 
 def _mean_return(model, env_id: str, seed: int = 1000) -> float:
-    env = gym.make(env_id)
+    from lit_sb3.core.monitor import Monitor
+
+    env = Monitor(gym.make(env_id))
     env.reset(seed=seed)
     return float(evaluate_policy(model, env, n_eval_episodes=10)[0])
 
