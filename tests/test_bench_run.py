@@ -64,7 +64,7 @@ def test_grid_records_every_job(grid: tuple[str, list[str], int, Path]) -> None:
         tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
         for key in ("lit_sb3.config_hash", "lit_sb3.version", "torch.version", "gymnasium.version", "git.commit"):
             assert tags.get(key), key
-        assert params["algo_kwargs.n_steps"] == "64" and params["n_timesteps"] == "384"
+        assert params["n_steps"] == "64" and params["n_timesteps"] == "384"
         assert params["env_id"] == tags["lit_sb3.env"]
         history = client.get_metric_history(run.info.run_id, "eval/mean_reward")
         steps = [m.step for m in history]

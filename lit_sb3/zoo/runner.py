@@ -179,9 +179,9 @@ def run_job(
         cfg = spec.resolved_config()
         cfg_callbacks = [import_path(path)(**kwargs) for path, kwargs in cfg.callback]
         if store is not None:
-            from lit_sb3.zoo.tracking import job_logger
+            from lit_sb3.zoo.tracking import job_logger, job_params
 
-            mlflow_logger = job_logger(tracking, run_id)
+            mlflow_logger = job_logger(tracking, run_id, logged=job_params(spec))
         loggers = ([mlflow_logger] if mlflow_logger is not None else []) + [DivergenceGuard()]
         with tempfile.TemporaryDirectory(prefix=f"bench-{spec.job_id}-") as tmp:
             trainer = RLTrainer(

@@ -2,9 +2,13 @@
 created, tagged, logged to, queried and ended through this package, and no other module of ``lit_sb3``
 imports ``mlflow`` (``tests/test_tracking.py`` checks it).
 
-- :mod:`~lit_sb3.zoo.tracking.store`: the store, the experiment, parent/child runs, resume bookkeeping;
+- :mod:`~lit_sb3.zoo.tracking.store`: :class:`Tracking`, the store and experiment: generic run operations
+  (create, tag, log params/metrics/artifacts, search, end) and the suite's run layout (grid, job, resume);
+- :mod:`~lit_sb3.zoo.tracking.open`: opening a store for a grid or study, in a worker, or for reading;
 - :mod:`~lit_sb3.zoo.tracking.logger`: the job's Lightning logger (``MLFlowLogger`` subclass, batched sends;
-  imports Lightning, so the worker imports it, never the CLI).
+  imports Lightning, so the worker imports it, never the CLI);
+- :mod:`~lit_sb3.zoo.tracking.names`: names that become paths, params as plain text;
+- :mod:`~lit_sb3.zoo.tracking.host`: hosts, processes, versions.
 
 Importing this package is light: mlflow is imported inside functions only.
 """
@@ -13,8 +17,21 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 
 from lit_sb3.zoo.errors import BenchError
+from lit_sb3.zoo.tracking.host import fail_fast, pid_alive, process_tag, run_environment_tags, sqlite_path
+from lit_sb3.zoo.tracking.names import (
+    check_name,
+    default_artifact_location,
+    default_experiment_name,
+    flatten_params,
+    folder_name,
+    job_params,
+    readable,
+    report_folder,
+)
+from lit_sb3.zoo.tracking.open import connect, open_reader, open_tracking, quiet_mlflow, warm_imports
 from lit_sb3.zoo.tracking.store import (
     DEFAULT_TRACKING_URI,
     FAILURE_TAG,
@@ -22,17 +39,6 @@ from lit_sb3.zoo.tracking.store import (
     RUN_TYPE,
     Tracking,
     TrackingTarget,
-    _process_tag,
-    _quiet_mlflow,
-    connect,
-    default_artifact_location,
-    default_experiment_name,
-    fail_fast,
-    flatten_params,
-    open_tracking,
-    pid_alive,
-    run_environment_tags,
-    sqlite_path,
 )
 
 __all__ = [
@@ -43,19 +49,26 @@ __all__ = [
     "RUN_TYPE",
     "Tracking",
     "TrackingTarget",
+    "check_name",
     "connect",
     "default_artifact_location",
     "default_experiment_name",
     "fail_fast",
     "flatten_params",
+    "folder_name",
+    "job_params",
     "job_logger",
     "metrics_flush_seconds",
+    "open_reader",
     "open_tracking",
     "pid_alive",
+    "readable",
+    "report_folder",
     "run_environment_tags",
     "sqlite_path",
-    "_process_tag",
-    "_quiet_mlflow",
+    "process_tag",
+    "quiet_mlflow",
+    "warm_imports",
 ]
 
 METRICS_FLUSH_SECONDS = 15.0
@@ -78,7 +91,9 @@ def metrics_flush_seconds() -> float:
     return value
 
 
-def job_logger(target: TrackingTarget, run_id: str, flush_seconds: float | None = None):  # noqa: ANN201
+def job_logger(  # noqa: ANN201 - the return type imports Lightning
+    target: TrackingTarget, run_id: str, flush_seconds: float | None = None, logged: Iterable[str] = ()
+):
     """The job's Lightning logger (:class:`~lit_sb3.zoo.tracking.logger.JobMLFlowLogger`) on its child run.
 
     Args:
@@ -86,7 +101,9 @@ def job_logger(target: TrackingTarget, run_id: str, flush_seconds: float | None 
         run_id: the job's child run.
         flush_seconds: wall seconds between sends (0: one send per ``log_metrics`` call, as Lightning; None:
             :func:`metrics_flush_seconds`).
+        logged: param keys the run already has (the model's arguments are added for the others).
     """
     from lit_sb3.zoo.tracking.logger import JobMLFlowLogger
 
-    return JobMLFlowLogger(target, run_id, metrics_flush_seconds() if flush_seconds is None else flush_seconds)
+    seconds = metrics_flush_seconds() if flush_seconds is None else flush_seconds
+    return JobMLFlowLogger(target, run_id, seconds, logged)

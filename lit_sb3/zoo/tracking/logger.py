@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from lightning.pytorch.loggers import MLFlowLogger
-from mlflow.entities import Metric
+from mlflow.entities import Metric, Param
 
+from lit_sb3.zoo.tracking.names import flatten_params, parse_logged
 from lit_sb3.zoo.tracking.store import TrackingTarget
 
 __all__ = ["JobMLFlowLogger"]
@@ -27,16 +29,17 @@ class JobMLFlowLogger(MLFlowLogger):
     steps. This logger keeps every metric with its step and timestamp and sends them in ``log_batch`` calls of
     at most 1,000 (MLflow's limit) when ``flush_seconds`` have passed since the last send, and when the
     trainer ends (success or failure: Lightning calls ``finalize``), so nothing logged is lost and the store
-    holds the same history. It neither ends the run (the job does, after the final evaluation and the
-    artifacts) nor clashes with the job's params (the model's arguments go under ``model.``).
+    holds the same history. It does not end the run (the job does, after the final evaluation and the
+    artifacts).
 
     Args:
         target: the tracking store and experiment.
         run_id: the job's child run.
         flush_seconds: wall seconds between sends (0: one send per ``log_metrics`` call, as Lightning).
+        logged: the param keys the run already has (:func:`~lit_sb3.zoo.tracking.names.job_params`).
     """
 
-    def __init__(self, target: TrackingTarget, run_id: str, flush_seconds: float) -> None:
+    def __init__(self, target: TrackingTarget, run_id: str, flush_seconds: float, logged: Iterable[str] = ()) -> None:
         super().__init__(
             experiment_name=target.experiment,
             tracking_uri=target.uri,
@@ -44,11 +47,18 @@ class JobMLFlowLogger(MLFlowLogger):
             artifact_location=target.artifact_location,
         )
         self.flush_seconds = float(flush_seconds)
+        self.logged = set(logged)
         self._pending: list[Metric] = []
         self._last_send = time.monotonic()
 
     def log_hyperparams(self, params: Any) -> None:
-        super().log_hyperparams({f"model.{k}": v for k, v in dict(params).items()})
+        """Add the model's constructor arguments not already among the run's params, in the same namespace
+        and the same plain text (so ``learning_rate`` appears once, whether the config gave it or not)."""
+        text = flatten_params({k: parse_logged(v) for k, v in dict(params or {}).items()})
+        items = [Param(k, v) for k, v in sorted(text.items()) if k not in self.logged]
+        for i in range(0, len(items), 100):  # MLflow's log_batch limit is 100 params
+            self.experiment.log_batch(run_id=self.run_id, params=items[i : i + 100])
+        self.logged.update(p.key for p in items)
 
     def log_metrics(self, metrics: Any, step: int | None = None) -> None:
         stamp, step = int(time.time() * 1000), int(step or 0)
