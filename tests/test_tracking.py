@@ -117,8 +117,8 @@ def test_grid_run_logs_summary_metrics(dqn_grid: str) -> None:
     (parent,) = _runs(dqn_grid, "readable", "grid")
     (job,) = _runs(dqn_grid, "readable")
     metrics = parent.data.metrics
-    assert metrics["final/mean_reward/dqn/CartPole-v1"] == pytest.approx(job.data.metrics["final/mean_reward"])
-    assert metrics["final/n_runs/dqn/CartPole-v1"] == 1
+    assert metrics["final_mean_reward/dqn CartPole-v1"] == pytest.approx(job.data.metrics["final/mean_reward"])
+    assert metrics["final_n_runs/dqn CartPole-v1"] == 1
     assert metrics["jobs/finished"] == 1 and metrics["jobs/failed"] == 0
     assert parent.data.params["command"].startswith("bench run") and parent.data.params["seeds"] == "1"
 

@@ -6,7 +6,7 @@ Layout (the tracking contract that ``bench report`` reads):
   ``x/mlartifacts/<experiment>``, so ``mlflow ui`` run in ``x`` shows everything);
 - a parent run per invocation, tagged ``lit_sb3.run_type=grid`` (``study`` for ``bench tune``), with the
   command line and options as params, the summary table (``summary.md``/``summary.json``) as artifacts and, for
-  a grid, the mean final score of each algo x env as metrics (``final/mean_reward/<algo>/<env>``);
+  a grid, the mean final score of each algo x env as metrics (``final_mean_reward/<algo> <env>``);
 - a child run per job named ``s<seed> <algo> <env>``, tagged ``mlflow.parentRunId``, ``lit_sb3.run_type=job``,
   ``lit_sb3.algo``, ``lit_sb3.env``, ``lit_sb3.seed``, ``lit_sb3.job_id``, ``lit_sb3.config_hash``, versions
   and ``git.commit``; params are the resolved config in plain text, hyperparameters in one namespace
@@ -53,6 +53,8 @@ RUN_TYPE = "lit_sb3.run_type"
 PROC_TAG = "lit_sb3.process"
 FAILURE_TAG = "lit_sb3.failure_reason"
 JOB_ID_TAG = "lit_sb3.job_id"
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+"""MLflow 3's experiment kind: ``custom_model_development`` shows the runs ("Model training"), not GenAI traces."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,9 @@ class Tracking:
                 self.target.experiment, artifact_location=self.target.artifact_location
             )
             exp = self.client.get_experiment(exp_id)
+        if EXPERIMENT_KIND_TAG not in (exp.tags or {}):  # MLflow 3 opens it in its "Model training" view
+            with contextlib.suppress(Exception):
+                self.client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, "custom_model_development")
         self.target = TrackingTarget(self.target.uri, self.target.experiment, exp.artifact_location, exp.experiment_id)
         return self.target
 
@@ -421,8 +426,9 @@ class Tracking:
         """Log the grid's summary metrics, attach the summary (``summary.json``, ``summary.md``), end the run.
 
         Summary metrics, so that the experiment's chart view shows the grid: for each algo x env, the mean final
-        score over the FINISHED runs of the grid's jobs (``final/mean_reward/<algo>/<env>``, those of earlier
-        invocations included) and how many runs it rests on (``final/n_runs/<algo>/<env>``); and
+        score over the FINISHED runs of the grid's jobs (``final_mean_reward/<algo> <env>``, those of earlier
+        invocations included; MLflow's chart view shows them as one section) and how many runs it rests on
+        (``final_n_runs/<algo> <env>``); and
         ``jobs/finished``, ``jobs/failed`` of this invocation.
 
         Args:
@@ -449,8 +455,8 @@ class Tracking:
             scores.setdefault((tags.get("lit_sb3.algo", "?"), tags.get("lit_sb3.env", "?")), []).append(value)
         metrics: dict[str, float] = {}
         for (algo, env), values in sorted(scores.items()):
-            metrics[f"final/mean_reward/{algo}/{env}"] = sum(values) / len(values)
-            metrics[f"final/n_runs/{algo}/{env}"] = float(len(values))
+            metrics[f"final_mean_reward/{algo} {env}"] = sum(values) / len(values)
+            metrics[f"final_n_runs/{algo} {env}"] = float(len(values))
         metrics["jobs/finished"] = float(sum(r.get("status") == "FINISHED" for r in rows))
         metrics["jobs/failed"] = float(sum(r.get("status") not in ("FINISHED", "SKIPPED") for r in rows))
         return metrics
