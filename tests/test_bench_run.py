@@ -59,6 +59,15 @@ def test_grid_records_every_job(grid: tuple[str, list[str], int, Path]) -> None:
         (a, e, s) for a in ("ppo", "a2c") for e in ("CartPole-v1", "Pendulum-v1") for s in ("0", "1")
     }
     assert len({r.data.tags["lit_sb3.job_id"] for r in jobs}) == 8
+    assert {r.info.run_name for r in jobs} == {
+        f"s{s} {a} {e}" for a in ("ppo", "a2c") for e in ("CartPole-v1", "Pendulum-v1") for s in (0, 1)
+    }
+    summary = parents[0].data.metrics  # the grid's chart view: mean final score per algo x env
+    for algo in ("ppo", "a2c"):
+        for env in ("CartPole-v1", "Pendulum-v1"):
+            finals = [r.data.metrics["final/mean_reward"] for r in jobs if r.info.run_name.endswith(f"{algo} {env}")]
+            assert summary[f"final_mean_reward/{algo} {env}"] == pytest.approx(sum(finals) / 2)
+            assert summary[f"final_n_runs/{algo} {env}"] == 2
     client = _client(uri)
     for run in jobs:
         tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
@@ -220,6 +229,10 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path, monkeypat
     assert [r.info.run_id for r in killed] == [running[0].info.run_id]
     assert killed[0].data.tags["lit_sb3.job_id"] in finished
     assert {r.info.status for r in _runs(uri, "killed", "grid")} == {"KILLED", "FINISHED"}
+    from lit_sb3.zoo.results import load_results
+
+    results = load_results(uri, "killed")  # bench report: the superseded KILLED attempt is not a failure
+    assert len(results.runs) == len(finished) and results.not_finished == {}
 
 
 # ---------------------------------------------------------------------------------------------------------
