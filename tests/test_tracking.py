@@ -152,3 +152,16 @@ def test_report_skips_superseded_attempts(in_tmp_path: Path, mlflow_template: Pa
     assert sorted(r.score for r in results.runs) == [50.0, 60.0, 70.0]
     assert results.not_finished == {("ppo", "CartPole-v1"): 1}
     assert len(results.failure_reasons[("ppo", "CartPole-v1")]) == 1
+
+
+def test_gateway_and_runner_import_light() -> None:
+    """The CLI, the launchers and the terminal import these: mlflow and Lightning wait for the worker."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, lit_sb3.zoo.tracking, lit_sb3.zoo.runner, lit_sb3.zoo.results\n"
+        "heavy = [m for m in ('mlflow', 'lightning', 'torch') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=120)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError
-from lit_sb3.zoo.tracking import FAILURE_TAG, TrackingTarget, flatten_params, readable
+from lit_sb3.zoo.tracking import FAILURE_TAG, TrackingTarget, job_params, readable
 
 __all__ = ["TuneSettings", "Objective", "TrialFailed", "LAST_N", "OBJECTIVES", "override_text"]
 
@@ -147,7 +147,7 @@ class Objective:
             self._base = resolve(self.settings.algo, self.settings.env_id)
         return self._base
 
-    def _create_trial_run(self, trial: Any, sampled: Mapping[str, Any], job_params: Mapping[str, Any]) -> str:
+    def _create_trial_run(self, trial: Any, sampled: Mapping[str, Any], first_seed: Any) -> str:
         s = self.settings
         tags = {
             "lit_sb3.algo": s.algo,
@@ -156,9 +156,8 @@ class Objective:
             "lit_sb3.trial_number": str(trial.number),
             STATE_TAG: "running",
         }
-        data = dict(job_params)
-        hyper = data.pop("algo_kwargs", {}) or {}
-        params = flatten_params({**data, **hyper})  # one namespace, as a job run's
+        params = job_params(first_seed)  # the resolved config in one namespace, as a job run's
+        params.pop("seed", None)  # the trial's seed runs have their own
         for name, value in sampled.items():
             params.setdefault(name, readable(value))
         params.update(seeds_per_trial=str(s.seeds_per_trial), objective=s.objective, eval_freq=str(s.eval_freq),
@@ -204,7 +203,7 @@ class Objective:
             trial.set_user_attr("failure_reason", f"invalid hyperparameters: {exc}")
             raise TrialFailed(f"invalid hyperparameters: {exc}") from exc
 
-        run_id = self._create_trial_run(trial, sampled, jobs[0].params)
+        run_id = self._create_trial_run(trial, sampled, jobs[0])
         trial.set_user_attr("mlflow_run_id", run_id)
         tracking = self.store
         if self._env_tags is None:
