@@ -43,6 +43,8 @@ def test_tune_refuses_path_like_names(
 ) -> None:
     argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "1", "--n-timesteps", "256", flag, name]
     _refused(argv, in_tmp_path, capsys, flag)
+    if flag == "--study-name":  # --show only reads the study, from a file the name also names
+        _refused(["tune", "--show", flag, name], in_tmp_path, capsys, flag)
 
 
 def test_derived_folder_names_stay_inside() -> None:

@@ -82,11 +82,14 @@ def _output_path(args: argparse.Namespace, storage: str, study_name: str) -> Pat
 def _show(args: argparse.Namespace) -> int:
     import optuna
 
+    from lit_sb3.zoo.tracking import check_name
     from lit_sb3.zoo.tuning.export import print_best_trials
     from lit_sb3.zoo.tuning.study import default_study_name, open_storage, storage_spec
 
     if args.study_name is None and not (args.algo and args.env):
         raise BenchError("--show needs --study-name (or --algo and --env for the default name)")
+    if args.study_name is not None:
+        check_name(args.study_name, "--study-name")  # it names the journal file read
     name = args.study_name or default_study_name(args.algo.lower(), args.env)
     spec = storage_spec(args.storage, name)
     from lit_sb3.zoo.tuning.study import is_journal
