@@ -101,7 +101,7 @@ def test_journal_study_completes_and_is_tracked(journal_study: dict[str, Any]) -
     for run in trials:
         assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
         assert run.data.tags["lit_sb3.trial_state"] == "complete" and run.info.status == "FINISHED"
-        assert "learning_rate" in run.data.params and "algo_kwargs.learning_rate" in run.data.params
+        assert "learning_rate" in run.data.params and not any(k.startswith("algo_kwargs.") for k in run.data.params)
 
 
 def test_seeds_per_trial_objective_is_mean_of_seed_runs(journal_study: dict[str, Any]) -> None:
@@ -145,7 +145,7 @@ def test_exported_yaml_runs_under_bench_run(journal_study: dict[str, Any], in_tm
     assert main(argv) == 0
     (job,) = _runs(uri, "from-tune", "job")
     assert job.info.status == "FINISHED"
-    assert float(job.data.params["algo_kwargs.learning_rate"]) == pytest.approx(entry["learning_rate"])
+    assert float(job.data.params["learning_rate"]) == pytest.approx(entry["learning_rate"])
 
 
 # ---------------------------------------------------------------------------------------------------------

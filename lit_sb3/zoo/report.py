@@ -542,29 +542,27 @@ def _blocks(
 
 
 def _log(results: Results, out: Path, aggregates: dict[str, Any]) -> None:
-    from mlflow import MlflowClient
-    from mlflow.entities import Metric, Param, RunTag
+    from lit_sb3.zoo.tracking import TrackingTarget, connect
 
-    client = MlflowClient(tracking_uri=results.tracking_uri)
-    run = client.create_run(
-        results.experiment_id,
+    store = connect(TrackingTarget(results.tracking_uri, results.experiment, None, results.experiment_id))
+    rid = store.create_run(
+        "report",
         run_name=f"report-{time.strftime('%Y%m%d-%H%M%S')}",
-        tags={"lit_sb3.run_type": "report", "lit_sb3.command": aggregates["command"][:5000]},
+        tags={"lit_sb3.command": aggregates["command"][:5000], "lit_sb3.report_title": aggregates["title"]},
     )
-    rid = run.info.run_id
-    now = int(time.time() * 1000)
-    metrics = []
+    metrics = {}
     for algo, d in aggregates["aggregates"].items():
         for m, iv in d.items():
             for k, v in iv.items():
-                metrics.append(Metric(f"report/{algo}/{m}" + ("" if k == "point" else f"_{k}"), float(v), now, 0))
+                metrics[f"report/{algo}/{m}" + ("" if k == "point" else f"_{k}")] = float(v)
     for d in aggregates["probability_of_improvement"]:
-        metrics.append(Metric(f"report/poi/{d['x']}_vs_{d['y']}", float(d["point"]), now, 0))
-    params = [Param(k, str(aggregates[k])) for k in ("normalize", "reps", "seed", "table_version", "scale")]
-    params.append(Param("tasks", ",".join(aggregates["tasks"])[:6000]))
-    client.log_batch(rid, metrics=metrics, params=params, tags=[RunTag("lit_sb3.report_title", aggregates["title"])])
-    client.log_artifacts(rid, str(out))
-    client.set_terminated(rid, "FINISHED")
+        metrics[f"report/poi/{d['x']}_vs_{d['y']}"] = float(d["point"])
+    params = {k: str(aggregates[k]) for k in ("normalize", "reps", "seed", "table_version", "scale")}
+    params["tasks"] = ",".join(aggregates["tasks"])
+    store.log_metrics(rid, metrics)
+    store.log_params(rid, params)
+    store.log_artifacts(rid, out)
+    store.end_run(rid, "FINISHED")
 
 
 _Transform = Callable[[str, NDArray[np.float64]], NDArray[np.float64]]

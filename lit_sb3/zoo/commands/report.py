@@ -46,14 +46,19 @@ def run(args: argparse.Namespace) -> int:
     from lit_sb3.zoo.normalization import load_table
     from lit_sb3.zoo.report import build_report
     from lit_sb3.zoo.results import load_results
+    from lit_sb3.zoo.tracking import check_name, report_folder
 
+    if not args.experiment.strip():
+        raise BenchError("--experiment must not be empty")
+    if not args.out:
+        check_name(args.experiment, "--experiment")  # it names the default folder, reports/<experiment>
     if args.reps < 100:
         raise BenchError(f"--reps must be >= 100, got {args.reps}")
     algos = [n.lower() for v in args.algos for n in _names(v)] if args.algos else None
     envs = [n for v in args.envs for n in _names(v)] if args.envs else None
     table = load_table(args.scores_table) if args.normalize == "reference" else None
     results = load_results(args.tracking_uri, args.experiment, algos=algos, envs=envs)
-    out = Path(args.out) if args.out else Path("reports") / args.experiment
+    out = Path(args.out) if args.out else report_folder(args.experiment)
     argv = sys.argv[1:] if sys.argv and Path(sys.argv[0]).name == "bench" else _reconstruct(args)
     path = build_report(
         results,

@@ -290,8 +290,10 @@ def run(args: argparse.Namespace) -> int:
     Args:
         args: parsed arguments.
     """
-    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, open_tracking
+    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, check_name, open_tracking
 
+    if args.experiment is not None:
+        check_name(args.experiment, "--experiment")  # it names folders (artifacts, reports): refused first
     launcher = None
     if not args.dry_run and args.launcher == "local":
         from lit_sb3.zoo.launchers.local import LocalLauncher
@@ -344,6 +346,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         rows, markdown = _summary(results, skipped, n_done_before)
         header = f"# bench run summary\n\n`{_command_line(args)}`\n\n"
-        tracking.end_parent_run(parent_id, rows, status, header + markdown)
+        tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
     _print_summary(results, skipped, n_done_before, len(active))
     return 0 if status == "FINISHED" else 1

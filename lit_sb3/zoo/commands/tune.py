@@ -82,11 +82,14 @@ def _output_path(args: argparse.Namespace, storage: str, study_name: str) -> Pat
 def _show(args: argparse.Namespace) -> int:
     import optuna
 
+    from lit_sb3.zoo.tracking import check_name
     from lit_sb3.zoo.tuning.export import print_best_trials
     from lit_sb3.zoo.tuning.study import default_study_name, open_storage, storage_spec
 
     if args.study_name is None and not (args.algo and args.env):
         raise BenchError("--show needs --study-name (or --algo and --env for the default name)")
+    if args.study_name is not None:
+        check_name(args.study_name, "--study-name")  # it names the journal file read
     name = args.study_name or default_study_name(args.algo.lower(), args.env)
     spec = storage_spec(args.storage, name)
     from lit_sb3.zoo.tuning.study import is_journal
@@ -139,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     from lit_sb3.zoo.config.checks import check_device
     from lit_sb3.zoo.registry import check_algo, check_env_id, check_pair
     from lit_sb3.zoo.runner import metrics_flush_seconds
-    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, PROC_TAG, RUN_TYPE, _process_tag, open_tracking
+    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, check_name, open_tracking
     from lit_sb3.zoo.tuning.objective import OBJECTIVES, TuneSettings
     from lit_sb3.zoo.tuning.pruning import make_pruner
     from lit_sb3.zoo.tuning.search_spaces import load_search_space, space_to_jsonable
@@ -155,6 +158,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.algo or not args.env:
         raise BenchError("--algo and --env are required (or --show)")
+    for flag, name in (("--study-name", args.study_name), ("--experiment", args.experiment)):
+        if name is not None:
+            check_name(name, flag)  # they name files and folders: refused before anything is opened
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every trial
     if (why := check_device(args.device)) is not None:
         raise BenchError(f"--device: {why}")
@@ -214,22 +220,16 @@ def run(args: argparse.Namespace) -> int:
         print("nothing to run: the study already holds the requested number of trials")
         return _finish(study, output, None, None)
 
-    client = tracking.client
-    tags = {RUN_TYPE: "study", PROC_TAG: _process_tag(), "mlflow.source.name": "bench tune",
-            "lit_sb3.study_name": study_name, "lit_sb3.sampler": settings.sampler, "lit_sb3.pruner": settings.pruner,
+    tags = {"lit_sb3.study_name": study_name, "lit_sb3.sampler": settings.sampler, "lit_sb3.pruner": settings.pruner,
             "lit_sb3.algo": algo, "lit_sb3.env": env_id, "lit_sb3.optuna_storage": storage}  # fmt: skip
-    parent = client.create_run(tracking.target.experiment_id, run_name=f"study-{study_name}", tags=tags)
-    parent_id = str(parent.info.run_id)
-    from mlflow.entities import Param
-
     options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "show", "top") and v is not None}
     command = "bench tune " + " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in options.items())
-    params = {"command": command, "n_trials": args.n_trials, "n_timesteps": n_timesteps, "eval_freq": eval_freq,
+    params = {"n_trials": args.n_trials, "n_timesteps": n_timesteps, "eval_freq": eval_freq,
               "eval_episodes": args.eval_episodes, "seeds_per_trial": args.seeds_per_trial,
               "objective": args.objective, "n_startup_trials": args.n_startup_trials, "n_warmup_steps": warmup_steps,
               "jobs": args.jobs, "search_space": args.search_space or "built-in", "seed": args.seed}  # fmt: skip
-    client.log_batch(parent_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
-    client.log_dict(parent_id, settings.space, "search_space.json")
+    parent_id = tracking.create_parent_run(command, params, run_name=f"study-{study_name}", run_type="study", tags=tags)
+    tracking.log_dict(parent_id, settings.space, "search_space.json")
     settings = TuneSettings(**{**settings.__dict__, "parent_run_id": parent_id})
     t0 = time.monotonic()
     status = "FINISHED"
@@ -244,15 +244,16 @@ def run(args: argparse.Namespace) -> int:
             code = run_workers(settings, args.jobs)
     except BaseException:
         status = "KILLED"
-        client.set_terminated(parent_id, status)
+        tracking.end_run(parent_id, status)
         raise
     wall = time.monotonic() - t0
     study = load_or_create_study(settings, storage=opened)
-    return _finish(study, output, (client, parent_id), wall, code)
+    return _finish(study, output, (tracking, parent_id), wall, code)
 
 
 def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: float | None, code: int = 0) -> int:
-    """Summary, figures, export, end of the study run."""
+    """Summary, figures, export, end of the study run (``mlflow_run``: the
+    :class:`~lit_sb3.zoo.tracking.Tracking` and the study's run id)."""
     from optuna.trial import TrialState
 
     from lit_sb3.zoo.tuning.export import log_study_figures, write_best_yaml
@@ -272,21 +273,19 @@ def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: 
     else:
         print("no complete trial: nothing exported")
     if mlflow_run is not None:
-        from mlflow.entities import Metric
-
-        client, run_id = mlflow_run
+        store, run_id = mlflow_run
         try:
-            log_study_figures(study, client, run_id)
+            log_study_figures(study, store, run_id)
             metrics = {"study/n_complete": counts[TrialState.COMPLETE], "study/n_pruned": counts[TrialState.PRUNED],
                        "study/n_failed": counts[TrialState.FAIL]}  # fmt: skip
             if counts[TrialState.COMPLETE]:
                 metrics["study/best_value"] = study.best_value
-                client.set_tag(run_id, "lit_sb3.best_trial", str(study.best_trial.number))
+                store.set_tags(run_id, {"lit_sb3.best_trial": study.best_trial.number})
             if wall is not None:
                 metrics["time/wall_seconds"] = wall
-            client.log_batch(run_id, metrics=[Metric(k, float(v), 0, 0) for k, v in metrics.items()])
+            store.log_metrics(run_id, metrics)
             if path is not None:
-                client.log_artifact(run_id, str(path))
+                store.log_artifact(run_id, path)
         finally:
-            client.set_terminated(run_id, "FINISHED" if code == 0 else "FAILED")
+            store.end_run(run_id, "FINISHED" if code == 0 else "FAILED")
     return code
