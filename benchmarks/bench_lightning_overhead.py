@@ -7,7 +7,7 @@ CartPole-v1) and seed are run, alternating (A, B, A, B, ...):
 
 * ``lightning``: ``RLTrainer(max_steps=T, logger=False).fit(model, datamodule=dm)``;
 * ``plain``: the same model methods called directly in a ``while`` loop, without a Trainer:
-  ``_init_env_metadata``, ``_setup_model``, ``_setup_learn``, ``_prepare_fit``, then ``training_step``
+  ``setup_fit(env, FitContext(total_timesteps=T))`` (the trainer/algorithm contract), then ``training_step``
   (= ``collect_rollouts`` + ``train``, the exact code Lightning calls) until the env-step budget is reached.
   ``manual_backward`` needs a Trainer, so the plain loop binds it to ``loss.backward()``.
 
@@ -91,14 +91,13 @@ def run_lightning(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
 
 def run_plain(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
     """(total s, loop s, env steps, training_steps) with the same model methods in a plain loop."""
+    from lit_sb3.algorithms.fit_context import FitContext
+
     model, dm = make_lit(algo, n_envs, seed)
     env = dm.get_env("fit")
     t0, c0 = time.perf_counter(), time.process_time()
-    model._init_env_metadata(env)
-    if not model.policy_ready:
-        model._setup_model()
-    _, callback = model._setup_learn(timesteps, None)
-    model._prepare_fit(callback, model._default_log_every_n_steps)
+    context = FitContext(total_timesteps=timesteps)
+    callback = model.setup_fit(env, context)
     callback.on_training_start(locals(), globals())
     model.manual_backward = lambda loss, *args, **kwargs: loss.backward()  # no Trainer: plain autograd
     model.on_train_start()
@@ -107,7 +106,7 @@ def run_plain(algo: str, n_envs: int, timesteps: int, seed: int) -> Run:
     while True:
         model.training_step(None, batch_idx)
         batch_idx += 1
-        if model._has_reached_rl_budget() or model._stop_requested:
+        if context.update(model.num_timesteps) or model._stop_requested:
             break
     model.on_train_end()
     end, c_end = time.perf_counter(), time.process_time()

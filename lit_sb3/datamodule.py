@@ -96,13 +96,14 @@ class RLEnvDataModule(L.LightningDataModule):
         self.verbose = verbose
         self._envs: dict[str, VecEnv | None] = {}
 
-    def _build(self, spec: EnvSpec, n_envs: int, seed: int | None) -> VecEnv:
+    def _build(self, spec: EnvSpec, n_envs: int, seed: int | None, monitor_wrapper: bool = True) -> VecEnv:
         from lit_sb3.vec_env.env_util import wrap_env
 
         return wrap_env(
             spec,
             n_envs=n_envs,
             seed=seed,
+            monitor_wrapper=monitor_wrapper,
             env_kwargs=self.env_kwargs,
             vec_env_cls=self.vec_env_cls,
             vec_env_kwargs=self.vec_env_kwargs,
@@ -110,15 +111,21 @@ class RLEnvDataModule(L.LightningDataModule):
             wrapper_kwargs=self.wrapper_kwargs,
         )
 
-    def get_env(self, stage: Stage = "fit") -> VecEnv | None:
-        """The VecEnv for ``stage`` (``"fit"``, ``"validate"``, ``"test"`` or ``"predict"``), built on first use."""
+    def get_env(self, stage: Stage = "fit", *, monitor_wrapper: bool = True) -> VecEnv | None:
+        """The VecEnv for ``stage`` (``"fit"``, ``"validate"``, ``"test"`` or ``"predict"``), built on first use.
+
+        Args:
+            stage: which env.
+            monitor_wrapper: wrap the training env in a Monitor when it is built (``RLTrainer.fit`` passes the
+                model's ``monitor_wrapper``); evaluation envs always get one (episode returns are read from it).
+        """
         if stage not in _STAGES:
             raise ValueError(f"Unknown stage {stage!r}; expected one of {_STAGES}.")
         if stage in self._envs:
             return self._envs[stage]
         spec = self.specs[stage]
         if stage == "fit":
-            env = None if spec is None else self._build(spec, self.n_envs, self.seed)
+            env = None if spec is None else self._build(spec, self.n_envs, self.seed, monitor_wrapper)
             if env is not None and self.normalize and not isinstance(env, VecNormalize):
                 env = VecNormalize(env, **self.normalize_kwargs)
         else:

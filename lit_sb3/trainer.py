@@ -9,8 +9,12 @@ Usage::
     trainer = RLTrainer(max_steps=100_000, enable_progress_bar=True)
     trainer.fit(model, datamodule=dm)
 
-``max_steps`` is the budget in ENV steps (Lightning's ``global_step`` counts optimizer steps under manual
-optimization, so it cannot be the budget). The SB3-style ``model.learn(total_timesteps, env=...)`` delegates here.
+``max_steps`` is the budget in ENV steps. Lightning's ``trainer.global_step`` counts collect/update *cycles*
+(off-policy: ``train_freq`` steps or episodes then ``gradient_steps`` updates; on-policy: one rollout then its
+update), so ``ModelCheckpoint(every_n_train_steps=N)`` saves every N cycles. The SB3-style
+``model.learn(total_timesteps, env=...)`` delegates here. The trainer and the algorithm share one
+:class:`~lit_sb3.algorithms.fit_context.FitContext` per fit (budget, reset flag, callbacks, progress bar, env-step
+counter); see its docstring for the contract.
 """
 
 from __future__ import annotations
@@ -26,11 +30,13 @@ import gymnasium as gym
 import lightning as L
 import numpy as np
 from lightning.pytorch.accelerators import Accelerator
-from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.callbacks import Callback, Checkpoint, ModelCheckpoint
 from lightning.pytorch.loggers import Logger, TensorBoardLogger
 from lightning.pytorch.profilers import Profiler
 from lightning.pytorch.strategies import Strategy
 
+from lit_sb3.algorithms.fit_context import FitContext
+from lit_sb3.callbacks.checkpoint import EnvStepCheckpoint
 from lit_sb3.callbacks.summary_writer import SummaryWriterCallback
 from lit_sb3.core.evaluation import evaluate_policy
 from lit_sb3.core.types import MaybeCallback
@@ -48,15 +54,76 @@ def _quiet_lightning() -> None:
     logging.getLogger("lightning.fabric.utilities.rank_zero").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
     warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+    # a checkpoint after the cycle's update is the state to resume from (global_step counts completed cycles)
+    warnings.filterwarnings("ignore", message=r".*ModelCheckpoint with manual optimization and every_n_train_steps.*")
     # target networks are kept in eval mode on purpose
     warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode at the start of training.*")
+
+
+# Lightning arguments with no meaning under manual optimisation or in RL: (value that means "unset", RL equivalent)
+_NO_RL_MEANING: dict[str, tuple[Any, str]] = {
+    "gradient_clip_val": (None, "the algorithm's `max_grad_norm` (PPO, A2C, DQN)"),
+    "gradient_clip_algorithm": (None, "the algorithm's `max_grad_norm` (PPO, A2C, DQN)"),
+    "accumulate_grad_batches": (1, "the algorithm's `batch_size`"),
+    "limit_train_batches": (None, "`max_steps` (the env-step budget)"),
+    "overfit_batches": (0.0, "`max_steps` (the env-step budget)"),
+    "limit_val_batches": (None, "`EvalCallback(n_eval_episodes=...)` or `trainer.validate(n_eval_episodes=...)`"),
+    "val_check_interval": (None, "`EvalCallback(eval_freq=...)`"),
+}
+
+
+def _refuse_without_rl_meaning(**kwargs: Any) -> None:
+    """One-line error for a Lightning argument that RLTrainer cannot honour, naming the RL equivalent."""
+    for name, value in kwargs.items():
+        unset, equivalent = _NO_RL_MEANING[name]
+        if value is not None and value != unset:
+            raise ValueError(
+                f"RLTrainer does not support `{name}={value!r}` (the algorithms step their own optimizers on RL "
+                f"data); use {equivalent} instead."
+            )
+
+
+class _RLLoopCallback(Callback):
+    """RLTrainer's own hook into Lightning's loop: after a ``training_step`` in which an evaluation ran, the
+    ``ModelCheckpoint`` callbacks that monitor a metric (``eval/mean_reward``) save their top-k, as Lightning does
+    after a validation loop."""
+
+    def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        context = getattr(trainer, "fit_context", None)
+        if context is None or not context.evaluated or trainer.fast_dev_run:
+            return
+        for callback in trainer.checkpoint_callbacks:
+            if not isinstance(callback, ModelCheckpoint) or callback.monitor is None:
+                continue
+            if callback._every_n_train_steps >= 1 or callback._train_time_interval is not None:
+                continue  # saved on its own cadence
+            candidates = callback._monitor_candidates(trainer)
+            if callback.monitor in candidates:
+                callback._save_topk_checkpoint(trainer, candidates)
+                callback._save_last_checkpoint(trainer, candidates)
 
 
 class RLTrainer(L.Trainer):
     """A :class:`lightning.Trainer` that drives reinforcement-learning runs.
 
-    All standard ``lightning.Trainer`` keyword arguments are accepted and forwarded, giving access to
-    Lightning's loggers, callbacks, precision, devices and checkpoints.
+    The ``lightning.Trainer`` keyword arguments are accepted and forwarded (loggers, callbacks, precision, devices,
+    checkpoints, profilers), with these RL meanings:
+
+    * ``max_steps``: the budget in env steps. Off-policy runs stop exactly there; on-policy runs round up to whole
+      rollouts (``n_steps x n_envs``, as SB3 does), which is logged once.
+    * ``trainer.global_step``: completed collect/update cycles (SB3's gradient steps stay in ``train/n_updates``).
+      ``ModelCheckpoint(every_n_train_steps=N)`` saves every N cycles; ``enable_checkpointing=True`` saves at the
+      end of the fit; ``ModelCheckpoint(monitor="eval/mean_reward", mode="max", save_top_k=k)`` keeps the k best
+      evaluations of an ``EvalCallback``; :class:`~lit_sb3.callbacks.EnvStepCheckpoint` saves every N env steps.
+      A checkpoint callback in ``callbacks`` turns checkpointing on (``enable_checkpointing`` defaults to it).
+    * ``fast_dev_run=True | n``: 1 or n cycles, each with a real update (also during the warm-up), then stop.
+    * ``precision``: ``"32-true"`` (default), ``"64-true"``, ``"bf16-mixed"``, ``"bf16-true"``; precisions that
+      need loss scaling (``"16-mixed"``) are refused by the off-policy algorithms.
+    * refused at construction (they have no meaning under manual optimisation or in RL): ``gradient_clip_val``
+      and ``gradient_clip_algorithm`` (use the algorithm's ``max_grad_norm``), ``accumulate_grad_batches`` (use
+      ``batch_size``), ``limit_train_batches`` and ``overfit_batches`` (use ``max_steps``),
+      ``limit_val_batches``/``val_check_interval`` (use ``EvalCallback``).
+    * checkpoints (``ckpt_path=``) always load with torch's safe loader (``weights_only=True``), whatever the source.
 
     Args:
         max_steps: total environment steps to collect (the RL budget). Lightning's step-based stopping is
@@ -67,6 +134,13 @@ class RLTrainer(L.Trainer):
             ``default_root_dir/lightning_logs/<run_name>_<id>``, ``False`` disables logging.
         enable_progress_bar: show a progress bar over env steps (replaces Lightning's batch bar).
         log_every_n_steps: log interval (episodes for off-policy, iterations for on-policy).
+        enable_checkpointing: Lightning's default ``ModelCheckpoint`` (saves at the end of the fit); ``None``: on
+            when a checkpoint callback is passed in ``callbacks``, else off.
+
+    Attributes:
+        reset_num_timesteps: ``True`` (default): ``fit`` counts env steps from 0 (or from a checkpoint);
+            ``False``: it continues the model's count for ``max_steps`` more steps (SB3's ``learn`` semantics,
+            set by ``model.learn(reset_num_timesteps=False)``).
     """
 
     def __init__(
@@ -117,21 +191,30 @@ class RLTrainer(L.Trainer):
         model_registry: str | None = None,
     ) -> None:
         self._validate_trainer_init(max_epochs, min_epochs, max_steps, min_steps)
+        _refuse_without_rl_meaning(
+            gradient_clip_val=gradient_clip_val,
+            gradient_clip_algorithm=gradient_clip_algorithm,
+            accumulate_grad_batches=accumulate_grad_batches,
+            limit_train_batches=limit_train_batches,
+            overfit_batches=overfit_batches,
+            limit_val_batches=limit_val_batches,
+            val_check_interval=val_check_interval,
+        )
         _quiet_lightning()
 
         self._rl_total_timesteps = int(max_steps)
         self._rl_callback = rl_callback
         self._rl_log_every_n_steps = log_every_n_steps
         self._rl_run_name = run_name
-        self._rl_reset_num_timesteps = True
+        self.reset_num_timesteps = True
         self._rl_env: Any = None
-        self._rl_num_timesteps = 0
-        self._rl_start_timesteps = 0
-        self._rl_target_timesteps = int(max_steps)
-        self._rl_budget_reached = False
+        self._rl_context: FitContext | None = None
         self._rl_progress_bar = bool(enable_progress_bar)
         self._rl_auto_logger = logger is None
         trainer_logger = False if self._rl_auto_logger else logger
+        if enable_checkpointing is None:
+            given = callbacks if isinstance(callbacks, list) else [] if callbacks is None else [callbacks]
+            enable_checkpointing = any(isinstance(cb, Checkpoint) for cb in given)
 
         super().__init__(
             accelerator=accelerator,
@@ -156,13 +239,10 @@ class RLTrainer(L.Trainer):
             check_val_every_n_epoch=check_val_every_n_epoch,
             num_sanity_val_steps=0 if num_sanity_val_steps is None else num_sanity_val_steps,
             log_every_n_steps=log_every_n_steps,
-            enable_checkpointing=False if enable_checkpointing is None else enable_checkpointing,
+            enable_checkpointing=enable_checkpointing,
             # Lightning's bar counts training_step calls; the RL bar counts env steps (ProgressBarCallback)
             enable_progress_bar=False,
             enable_model_summary=False if enable_model_summary is None else enable_model_summary,
-            accumulate_grad_batches=accumulate_grad_batches,
-            gradient_clip_val=gradient_clip_val,
-            gradient_clip_algorithm=gradient_clip_algorithm,
             deterministic=deterministic,
             benchmark=benchmark,
             inference_mode=inference_mode,
@@ -190,28 +270,27 @@ class RLTrainer(L.Trainer):
     @property
     def rl_num_timesteps(self) -> int:
         """The latest observed env-step count of the model being trained."""
-        return self._rl_num_timesteps
+        return 0 if self._rl_context is None else self._rl_context.num_timesteps
 
     @property
     def rl_budget_reached(self) -> bool:
         """Whether the env-step budget has been reached."""
-        return self._rl_budget_reached
+        return False if self._rl_context is None else self._rl_context.budget_reached
 
     @property
     def rl_progress(self) -> float:
-        """Budget progress in ``[0, 1]``."""
-        if self._rl_total_timesteps <= 0:
-            return 0.0
-        done = self._rl_num_timesteps - (self._rl_target_timesteps - self._rl_total_timesteps)
-        return min(1.0, max(0.0, done / self._rl_total_timesteps))
+        """Progress of this fit's budget in ``[0, 1]`` (env steps done in this run of ``max_steps``).
 
-    def _reset_rl_budget_tracking(self) -> None:
-        self._rl_num_timesteps = 0
-        self._rl_budget_reached = False
+        As in seed 001, ``rl_num_timesteps / max_steps`` for a fresh run and for a run resumed from a checkpoint
+        (the restored count is part of the same budget); a run continued with ``reset_num_timesteps=False``
+        (SB3's ``learn`` semantics: ``max_steps`` *more* steps) measures the steps done since it started.
+        """
+        return 0.0 if self._rl_context is None else self._rl_context.progress
 
-    def _update_rl_timesteps(self, num_timesteps: int) -> None:
-        self._rl_num_timesteps = max(0, int(num_timesteps))
-        self._rl_budget_reached = self._rl_num_timesteps >= self._rl_target_timesteps
+    @property
+    def fit_context(self) -> FitContext | None:
+        """The :class:`FitContext` of the current (or last) fit."""
+        return self._rl_context
 
     @staticmethod
     def _validate_trainer_init(
@@ -305,46 +384,62 @@ class RLTrainer(L.Trainer):
             result[f"{stage}/episode_lengths"] = [int(n) for n in lengths]
         return [result]
 
-    def _attach_rl_callback(self, rl_callback: Any) -> None:
+    def _attach_callback(self, callback: Any) -> None:
         callbacks = cast(list[Any], self.callbacks)
-        if rl_callback not in callbacks:
-            callbacks.append(rl_callback)
+        if callback not in callbacks:
+            callbacks.append(callback)
 
-    def _ensure_summary_writer_callback(self) -> None:
+    def _configure_lightning_logger(self) -> None:
+        existing = [logger for logger in self.loggers if logger not in (None, False)]
+        if not existing and self._rl_auto_logger and not self.fast_dev_run:
+            logger_root = Path(self.default_root_dir) / "lightning_logs"
+            latest_run_id = get_latest_run_id(logger_root, self._rl_run_name)
+            run_id = latest_run_id + 1 if self.reset_num_timesteps or latest_run_id == 0 else latest_run_id
+            self.loggers = [
+                TensorBoardLogger(
+                    save_dir=str(self.default_root_dir),
+                    name="lightning_logs",
+                    version=f"{self._rl_run_name}_{run_id}",
+                    default_hp_metric=False,
+                )
+            ]
         callbacks = cast(list[Any], self.callbacks)
         if not any(isinstance(callback, SummaryWriterCallback) for callback in callbacks):
             callbacks.append(SummaryWriterCallback())
 
-    def _set_runtime_logger(self, logger: Any) -> None:
-        self.loggers = [] if logger in (None, False) else [logger]
-
-    def _configure_lightning_logger(self, model: BaseAlgorithm) -> None:
-        existing = [logger for logger in self.loggers if logger not in (None, False)]
-        if existing:
-            self._ensure_summary_writer_callback()
-            return
-        logger = model._trainer_logger
-        if logger is None and self._rl_auto_logger:
-            logger_root = Path(self.default_root_dir) / "lightning_logs"
-            latest_run_id = get_latest_run_id(logger_root, self._rl_run_name)
-            run_id = latest_run_id + 1 if self._rl_reset_num_timesteps or latest_run_id == 0 else latest_run_id
-            logger = TensorBoardLogger(
-                save_dir=str(self.default_root_dir),
-                name="lightning_logs",
-                version=f"{self._rl_run_name}_{run_id}",
-                default_hp_metric=False,
-            )
-        if logger is not None:
-            self._set_runtime_logger(logger)
-        self._ensure_summary_writer_callback()
-
     @staticmethod
-    def _resolve_datamodule_env(datamodule: Any, stage: Literal["fit", "validate", "test", "predict"]) -> Any:
+    def _resolve_datamodule_env(
+        datamodule: Any, stage: Literal["fit", "validate", "test", "predict"], monitor_wrapper: bool = True
+    ) -> Any:
         from lit_sb3.datamodule import RLEnvDataModule
 
         if not isinstance(datamodule, RLEnvDataModule):
             raise TypeError(f"RLTrainer expects an RLEnvDataModule, got {type(datamodule).__name__}.")
-        return datamodule.get_env(stage)
+        return datamodule.get_env(stage, monitor_wrapper=monitor_wrapper)
+
+    def _new_fit_context(self) -> FitContext:
+        callbacks = cast(list[Any], self.callbacks)
+        return FitContext(
+            total_timesteps=self._rl_total_timesteps,
+            reset_num_timesteps=self.reset_num_timesteps,
+            callback=self._rl_callback,
+            progress_bar=self._rl_progress_bar,
+            log_interval=self._rl_log_every_n_steps,
+            run_name=self._rl_run_name,
+            single_cycle=bool(self.fast_dev_run),
+            cycle_cadences=tuple(
+                sorted(
+                    {
+                        cb._every_n_train_steps
+                        for cb in callbacks
+                        if isinstance(cb, ModelCheckpoint) and cb._every_n_train_steps >= 1
+                    }
+                )
+            ),
+            env_step_cadences=tuple(
+                sorted({cb.every_n_env_steps for cb in callbacks if isinstance(cb, EnvStepCheckpoint)})
+            ),
+        )
 
     def fit(  # type: ignore[override]
         self,
@@ -363,47 +458,42 @@ class RLTrainer(L.Trainer):
             datamodule: an :class:`~lit_sb3.datamodule.RLEnvDataModule` with the training env.
             train_dataloaders: unsupported (TypeError).
             val_dataloaders: unsupported (TypeError).
-            ckpt_path: a Lightning checkpoint to resume from (weights, optimizers, env-step count, RNG, env state).
-            weights_only: Lightning's checkpoint loading flag.
+            ckpt_path: a Lightning checkpoint to resume from (weights, optimizers, env-step count, RNG, env state):
+                a local path, an http(s) or fsspec URL; it is always read with torch's safe loader.
+            weights_only: ``None`` or ``True`` (checkpoints are always loaded with ``weights_only=True``);
+                ``False`` is refused, since it would let the file run code.
 
         Returns:
             The trained model (same object).
         """
         self._reject_unsupported_kwargs("fit", train_dataloaders=train_dataloaders, val_dataloaders=val_dataloaders)
+        if weights_only is False:
+            raise ValueError(
+                "RLTrainer.fit() loads checkpoints only with torch's safe loader (weights_only=True): "
+                "weights_only=False is refused because it lets the checkpoint run code."
+            )
         if datamodule is None:
             raise TypeError(
                 "RLTrainer.fit() requires a datamodule (RLEnvDataModule) that provides the training environment."
             )
-        resolved_env = self._resolve_datamodule_env(datamodule, "fit")
+        self._resolve_model(model)
+        resolved_env = self._resolve_datamodule_env(datamodule, "fit", monitor_wrapper=model.monitor_wrapper)
         if resolved_env is None:
             raise ValueError(
                 "The RLEnvDataModule has no train_env. Provide train_env when constructing the RLEnvDataModule."
             )
-        self._resolve_model(model)
 
         self._rl_env = resolved_env
-        self._reset_rl_budget_tracking()
-        model._init_env_metadata(resolved_env)
-        model._rl_trainer_ref = self
         if model.verbose >= 1:
             print(f"Using {self.strategy.root_device} device")
-        if not model.policy_ready:
-            model._setup_model()
-        self._configure_lightning_logger(model)
-
-        total_timesteps, rl_callback = model._setup_learn(
-            self._rl_total_timesteps, self._rl_callback, self._rl_run_name
-        )
-        self._rl_target_timesteps = int(total_timesteps)
-        self._update_rl_timesteps(model.num_timesteps)
-        log_every_n_steps = (
-            self._rl_log_every_n_steps if self._rl_log_every_n_steps is not None else model._default_log_every_n_steps
-        )
-        model._prepare_fit(rl_callback, log_every_n_steps)
-        self.fit_loop.max_epochs = model._rl_max_epochs(total_timesteps)
-        self._attach_rl_callback(rl_callback)
+        self._configure_lightning_logger()
+        if not any(isinstance(cb, _RLLoopCallback) for cb in cast(list[Any], self.callbacks)):
+            self._attach_callback(_RLLoopCallback())
+        context = self._new_fit_context()
+        self._rl_context = context
+        rl_callback = model.setup_fit(resolved_env, context)
+        self._attach_callback(rl_callback)
         rl_callback.on_training_start(locals(), globals())
-        model._pre_fit_hook(rl_callback)
         try:
             super().fit(
                 model,
@@ -411,13 +501,13 @@ class RLTrainer(L.Trainer):
                 val_dataloaders=None,
                 datamodule=None,
                 ckpt_path=ckpt_path,
-                weights_only=weights_only,
+                weights_only=True,
             )
         finally:
             callbacks = cast(list[Any], self.callbacks)
             if rl_callback in callbacks:
                 callbacks.remove(rl_callback)
-        self._update_rl_timesteps(model.num_timesteps)
+        context.update(model.num_timesteps)
         return model
 
     def validate(  # type: ignore[override]

@@ -96,9 +96,11 @@ def test_train_freq_steps_budget_and_gradient_steps():
     model = tiny_dqn(train_freq=4, gradient_steps=3)
     model.learn(203, env="CartPole-v1")
     assert model.num_timesteps == 203  # the budget is exact
-    # cycles of 4 steps; updates once num_timesteps > learning_starts (52, 56, ..., 200, then the cut cycle at 203)
-    n_cycles = len([t for t in [*range(4, 204, 4), 203] if t > 50])
+    # cycles of 4 steps; updates once num_timesteps > learning_starts (52, 56, ..., 200); the cycle cut by the budget
+    # at 203 stays open (its update would run when a continued fit completes it)
+    n_cycles = len([t for t in range(4, 204, 4) if t > 50])
     assert model._n_updates == 3 * n_cycles
+    assert model._cycle_open and model._cycle_steps == 3
 
 
 def test_train_freq_episodes_with_all_gradient_steps():
@@ -112,8 +114,10 @@ def test_train_freq_episodes_with_all_gradient_steps():
     model.learn(300, env="CartPole-v1", callback=Record())
     assert model.num_timesteps == 300
     lengths = np.diff([0, *steps_per_cycle])
-    # one episode per cycle and as many gradient steps as env steps collected
-    assert model._n_updates == int(lengths.sum()) == 300
+    # one episode per cycle and as many gradient steps as env steps collected; the episode cut by the budget is an
+    # open cycle without its update yet
+    assert model._n_updates == int(lengths.sum()) == steps_per_cycle[-1]
+    assert model._cycle_open == (steps_per_cycle[-1] < 300)
     assert model._episode_num >= len(lengths) - 1
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
+from lit_sb3.algorithms.fit_context import FitContext
 from lit_sb3.callbacks.base import BaseCallback, CallbackList, ConvertCallback
 from lit_sb3.core.preprocessing import check_for_nested_spaces, get_device
 from lit_sb3.core.schedules import get_schedule_fn
@@ -90,6 +91,9 @@ class BaseAlgorithm(L.LightningModule):
     _excluded_save_params: ClassVar[tuple[str, ...]] = ("device",)
 
     policy: BasePolicy
+    # a training_step runs collect/update cycles until at least this many env steps were collected (the families
+    # raise it: Lightning costs ~0.3-1 ms per training_step)
+    min_env_steps_per_training_step: ClassVar[int] = 1
     # plain (non-tensor) counters written every env step: set without nn.Module.__setattr__'s checks (~7 us -> 0.3 us)
     _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = frozenset(
         {
@@ -166,12 +170,12 @@ class BaseAlgorithm(L.LightningModule):
         self.ep_info_buffer: deque | None = None
         self.ep_success_buffer: deque | None = None
         self.lr_schedule: Schedule
-        self._log_buffer: dict[str, Any] = {}
+        # key -> (value, env step when recorded, output formats excluded)
+        self._log_buffer: dict[str, tuple[Any, int, tuple[str, ...]]] = {}
         self.last_logged: dict[str, float] = {}
-        self._trainer_logger = None
         self._rl_callback: BaseCallback | None = None
         self._log_interval = 1
-        self._rl_trainer_ref = None
+        self.fit_context: FitContext | None = None
         self._pending_rl_state: dict[str, Any] | None = None
 
         if use_sde and supported_action_spaces is not None and spaces.Box not in supported_action_spaces:
@@ -298,27 +302,54 @@ class BaseAlgorithm(L.LightningModule):
         if self.env is not None:
             self.env.seed(seed)
 
-    def _get_policy_kwargs_for_build(self) -> dict[str, Any]:
-        return dict(self.policy_kwargs)
-
     # ------------------------------------------------------------------
     # Learning set-up shared by on- and off-policy algorithms
     # ------------------------------------------------------------------
+
+    def setup_fit(self, env: GymEnv | str, context: FitContext) -> BaseCallback:
+        """Prepare one fit (called by ``RLTrainer.fit`` before Lightning's loop starts).
+
+        Attaches ``env`` (its spaces are checked), builds the networks when needed, sets the env-step counters
+        (reset or continued, per ``context.reset_num_timesteps``), builds the SB3 callback and keeps ``context``
+        as :attr:`fit_context`. ``context.target_timesteps`` is set here.
+
+        Args:
+            env: the training env (a VecEnv from the datamodule, a gym env or an env id).
+            context: the fit context built by the trainer.
+
+        Returns:
+            The SB3-style callback of this fit (the trainer attaches it so that its Lightning hooks run).
+        """
+        self._init_env_metadata(env)
+        if not self.policy_ready:
+            self._setup_model()
+        self.fit_context = context
+        total_timesteps, callback = self._setup_learn(
+            context.total_timesteps,
+            context.callback,
+            context.run_name,
+            reset_num_timesteps=context.reset_num_timesteps,
+            progress_bar=context.progress_bar,
+        )
+        context.target_timesteps = int(total_timesteps)
+        context.start_timesteps = self.num_timesteps
+        context.update(self.num_timesteps)
+        self._rl_callback = callback
+        self._log_interval = (
+            context.log_interval if context.log_interval is not None else self._default_log_every_n_steps
+        )
+        self._prepare_fit()
+        return callback
 
     def _setup_learn(
         self,
         total_timesteps: int,
         callback: MaybeCallback = None,
         run_name: str = "run",
-        reset_num_timesteps: bool | None = None,
+        reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        """Reset counters (unless continuing), reset the env and build the callback."""
-        trainer = self._rl_trainer_ref
-        if reset_num_timesteps is None:
-            reset_num_timesteps = getattr(trainer, "_rl_reset_num_timesteps", True)
-        if progress_bar is False and trainer is not None:
-            progress_bar = bool(getattr(trainer, "_rl_progress_bar", False))
+        """Reset counters (unless continuing), reset the env and build the callback (SB3's ``_setup_learn``)."""
         self.start_time = time.time_ns()
         if self.ep_info_buffer is None or reset_num_timesteps:
             self.ep_info_buffer = deque(maxlen=self.stats_window_size)
@@ -364,31 +395,45 @@ class BaseAlgorithm(L.LightningModule):
                 self.ep_success_buffer.append(maybe_is_success)
 
     def _has_reached_rl_budget(self) -> bool:
-        trainer = self._rl_trainer_ref
-        if trainer is not None:
-            trainer._update_rl_timesteps(self.num_timesteps)
-            return bool(trainer.rl_budget_reached)
+        """Whether the env-step budget of the current fit is reached (reported to the fit context)."""
+        context = self.fit_context
+        if context is not None:
+            return context.update(self.num_timesteps)
         return self.num_timesteps >= self._total_timesteps
 
     # ------------------------------------------------------------------
-    # RLTrainer protocol (overridden by the families)
+    # Family hooks of the fit contract (see lit_sb3.algorithms.fit_context)
     # ------------------------------------------------------------------
 
     @property
     def _default_log_every_n_steps(self) -> int:
         return 1
 
-    def _prepare_fit(self, callback: BaseCallback, log_every_n_steps: int) -> None:
-        self._rl_callback = callback
-        self._log_interval = log_every_n_steps
+    def _prepare_fit(self) -> None:
+        """Hook: per-fit work once the counters and the callback are set (default: nothing)."""
 
-    def _rl_max_epochs(self, total_timesteps: int) -> int:
-        # One endless epoch, stopped by the env-step budget; -1 (no epoch limit) also lets a run that was
-        # checkpointed after its epoch ended resume and continue.
-        return -1
+    def _end_cycle(self) -> None:
+        """Count one completed collect/update cycle: Lightning's ``global_step`` (checkpoint cadences) advances."""
+        trainer = self._trainer
+        if trainer is not None:
+            progress = trainer.fit_loop.epoch_loop.manual_optimization.optim_step_progress
+            progress.increment_ready()
+            progress.increment_completed()
 
-    def _pre_fit_hook(self, callback: BaseCallback) -> None:
-        """Algorithm-specific work right before Lightning's loop starts (default: nothing)."""
+    def _should_end_training_step(self, collected: int) -> bool:
+        """Whether the current ``training_step`` must return after a completed cycle.
+
+        Args:
+            collected: env steps collected in this ``training_step`` so far.
+        """
+        context = self.fit_context
+        if self._has_reached_rl_budget() or collected >= self.min_env_steps_per_training_step:
+            return True
+        if context is None:
+            return False
+        return context.boundary_requested or context.at_cycle_boundary(
+            self._trainer.global_step if self._trainer else 0
+        )
 
     def train_dataloader(self):
         """An endless stream of tokens: each one is one ``training_step`` (a collect/update cycle)."""
@@ -401,11 +446,43 @@ class BaseAlgorithm(L.LightningModule):
         return DataLoader(InfiniteReplayBufferDataset(), batch_size=None, num_workers=0, generator=th.Generator())
 
     def on_fit_start(self) -> None:
+        self._match_input_dtype()
         self._on_device_ready()
         self._apply_pending_rl_state()
+        if self.fit_context is not None:
+            self.fit_context.start_timesteps = self.num_timesteps
+            self.fit_context.update(self.num_timesteps)
 
     def _on_device_ready(self) -> None:
         """Hook: Lightning has placed the module on its device (buffers can follow)."""
+
+    def _match_input_dtype(self) -> None:
+        """Let float32 observations and actions reach networks in another dtype (``precision="64-true"`` or
+        ``"bf16-true"`` convert the parameters, while envs and buffers stay float32): every features extractor
+        of the policy casts its floating inputs to the policy's dtype. Installed once, only when the dtype is not
+        float32 (the default path pays nothing)."""
+        from lit_sb3.policies.torch_layers import BaseFeaturesExtractor
+
+        if getattr(self, "_input_cast_installed", False) or next(self.policy.parameters()).dtype == th.float32:
+            return
+        policy = self.policy
+
+        def cast(module: th.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+            dtype = next(policy.parameters()).dtype
+
+            def one(x: Any) -> Any:
+                if isinstance(x, th.Tensor) and x.is_floating_point() and x.dtype != dtype:
+                    return x.to(dtype)
+                if isinstance(x, dict):
+                    return {k: one(v) for k, v in x.items()}
+                return x
+
+            return tuple(one(a) for a in args)
+
+        for module in policy.modules():
+            if isinstance(module, BaseFeaturesExtractor):
+                module.register_forward_pre_hook(cast)
+        self._input_cast_installed = True
 
     def on_train_start(self) -> None:
         self._stop_requested = False
@@ -455,6 +532,10 @@ class BaseAlgorithm(L.LightningModule):
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
         if self._has_reached_rl_budget() or getattr(self, "_stop_requested", False):
             self.trainer.should_stop = True
+        context = self.fit_context
+        if context is not None:  # the trainer's callbacks (checkpoints) have seen this step's boundary
+            context.boundary_requested = False
+            context.evaluated = False
 
     def on_train_end(self) -> None:
         if self._rl_callback is not None:
@@ -464,37 +545,58 @@ class BaseAlgorithm(L.LightningModule):
     # Logging (buffered; sent to trainer.loggers with step = env steps)
     # ------------------------------------------------------------------
 
-    def record(self, key: str, value: Any, exclude: Any = None) -> None:
-        """Buffer one scalar (a number or a 0-d tensor: converted only when flushed)."""
-        self._log_buffer[key] = value
+    def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+        """Buffer one scalar at the current env step (a number or a 0-d tensor: converted only when flushed).
+
+        Args:
+            key: the metric name (SB3 keys: ``train/actor_loss``, ...).
+            value: the value; the latest one recorded before a flush is sent, at the env step it was recorded.
+            exclude: output formats that must not receive it (SB3's ``exclude``): a name or tuple of names matched
+                against the logger class names, e.g. ``"tensorboard"``, ``"csv"``, ``"mlflow"``, ``"wandb"``.
+        """
+        formats = () if exclude is None else (exclude,) if isinstance(exclude, str) else tuple(exclude)
+        self._log_buffer[key] = (value, self.num_timesteps, formats)
 
     def record_mean(self, key: str, value: Any) -> None:
         """Buffer one scalar (alias of :meth:`record`, for SB3 compatibility)."""
-        self._log_buffer[key] = value
+        self.record(key, value)
 
     def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
-        """Send ``metrics`` plus everything buffered to every Lightning logger at ``step`` (env steps)."""
-        merged = {**self._log_buffer, **metrics}
-        self._log_buffer = {}
-        if not merged:
-            return
-        tensors = {k: v for k, v in merged.items() if isinstance(v, th.Tensor)}
-        if tensors:  # one device sync for all tensors
-            values = th.stack([v.detach().float().reshape(()) for v in tensors.values()]).cpu().tolist()
-            merged.update(dict(zip(tensors, values)))
-        clean = {k: float(v) for k, v in merged.items() if isinstance(v, (int, float, np.number, bool))}
-        self.last_logged.update(clean)
+        """Send ``metrics`` (at ``step``, default ``num_timesteps``) and everything buffered (each value at the env
+        step it was recorded) to every Lightning logger; the values also go to ``trainer.callback_metrics``
+        (so that ``ModelCheckpoint(monitor="eval/mean_reward")`` sees them)."""
         step = self.num_timesteps if step is None else step
+        entries = dict(self._log_buffer)
+        entries.update({k: (v, step, ()) for k, v in metrics.items()})
+        self._log_buffer = {}
+        if not entries:
+            return
+        tensors = [k for k, (v, _, _) in entries.items() if isinstance(v, th.Tensor)]
+        if tensors:  # one device sync for all tensors
+            values = th.stack([entries[k][0].detach().float().reshape(()) for k in tensors]).cpu().tolist()
+            for key, value in zip(tensors, values):
+                entries[key] = (value, *entries[key][1:])
+        clean = {
+            k: (float(v), s, f) for k, (v, s, f) in entries.items() if isinstance(v, (int, float, np.number, bool))
+        }
+        self.last_logged.update({k: v for k, (v, _, _) in clean.items()})
         trainer = self._trainer
         if trainer is None:
             return
+        trainer.callback_metrics.update({k: th.tensor(v) for k, (v, _, _) in clean.items()})
         for logger in trainer.loggers:
-            logger.log_metrics(clean, step=step)
+            name = type(logger).__name__.lower()
+            by_step: dict[int, dict[str, float]] = {}
+            for key, (value, at, formats) in clean.items():
+                if not any(fmt.lower() in name for fmt in formats):
+                    by_step.setdefault(at, {})[key] = value
+            for at in sorted(by_step):
+                logger.log_metrics(by_step[at], step=at)
 
     def flush_logs(self) -> None:
-        """Send whatever is still buffered."""
+        """Send whatever is still buffered (each value at the env step it was recorded)."""
         if self._log_buffer:
-            self.log_metrics({}, step=self.num_timesteps)
+            self.log_metrics({})
 
     def hyperparameters_for_logging(self) -> dict[str, Any]:
         """The constructor arguments, flattened to strings/numbers for loggers."""
@@ -508,10 +610,6 @@ class BaseAlgorithm(L.LightningModule):
                 params[key] = repr(value)
         params["algo"] = type(self).__name__
         return params
-
-    def _fps(self) -> int:
-        elapsed = max((time.time_ns() - self.start_time) / 1e9, 1e-9)
-        return int((self.num_timesteps - self._num_timesteps_at_start) / elapsed)
 
     # ------------------------------------------------------------------
     # Inference
@@ -565,7 +663,7 @@ class BaseAlgorithm(L.LightningModule):
             default_root_dir=default_root_dir,
             logger=logger,
         )
-        trainer._rl_reset_num_timesteps = reset_num_timesteps
+        trainer.reset_num_timesteps = reset_num_timesteps
         return trainer
 
     def learn(

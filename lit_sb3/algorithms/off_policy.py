@@ -8,8 +8,13 @@ Architecture:
     ``gradient_steps`` updates (subclasses' :meth:`train`). Lightning costs ~0.7-1.3 ms per ``training_step``,
     so one ``training_step`` runs cycles until at least ``min_env_steps_per_training_step`` (32) env steps were
     collected (each cycle ends on an episode boundary when ``train_freq`` is in episodes). The semantics are
-    exactly those of one cycle per step, as in SB3: callbacks fire after every env step, the budget is exact
-    (collection stops on the step that reaches it), logs are dumped every ``log_interval`` episodes.
+    exactly those of one cycle per step, as in SB3: callbacks fire after every env step, logs are dumped every
+    ``log_interval`` episodes. Each completed cycle is one Lightning ``global_step``.
+  * Budget end: the budget is exact (collection stops on the step that reaches it). A cycle cut by the budget (or
+    by a step boundary: checkpoint cadence, evaluation) stays *open*: its update runs once the cycle completes, in
+    the next ``training_step`` or a continued fit, and its counts are saved in Lightning checkpoints. So stopping
+    at any env step N and continuing gives exactly the run that did not stop (SB3 instead collects past the
+    budget to finish the cycle).
   * ``learn()`` wraps ``RLTrainer.fit`` with SB3's signature.
 
 Speed choices (see ``benchmarks/bench_off_policy.py``): actions are selected by a lean path (numpy -> tensor
@@ -128,6 +133,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = BaseAlgorithm._PLAIN_HOT_ATTRIBUTES | {
         "_n_calls",
         "exploration_rate",
+        "_cycle_open",
+        "_cycle_steps",
+        "_cycle_episodes",
     }
     # one training_step runs collect/update cycles until at least this many env steps were collected
     min_env_steps_per_training_step: ClassVar[int] = 32
@@ -216,6 +224,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             self.policy_kwargs["use_sde"] = self.use_sde
         self.use_sde_at_warmup = use_sde_at_warmup
         self._stop_requested = False
+        # an unfinished collect/update cycle (the budget or a step boundary fell inside it): its counts so far
+        self._cycle_open = False
+        self._cycle_steps = 0
+        self._cycle_episodes = 0
         self._lean_obs = False
         self._mode_matters = True
 
@@ -349,15 +361,21 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             )
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
-        """Collect/update cycles until ``min_env_steps_per_training_step`` env steps, the budget or a stop.
+        """Collect/update cycles until ``min_env_steps_per_training_step`` env steps, the budget, a stop or a step
+        boundary (checkpoint cadence, evaluation).
 
         Each cycle: collect ``train_freq`` (steps or episodes) into the replay buffer, then, once
         ``num_timesteps > learning_starts``, run ``gradient_steps`` updates (``-1``: as many as steps collected).
+        When the budget (or a step boundary) falls inside a cycle, collection stops exactly there and the cycle
+        stays open: its update runs when it completes, in the next ``training_step`` or in a continued fit
+        (``ckpt_path=`` or ``learn(reset_num_timesteps=False)``), so that stopping at any env step and continuing
+        gives the same run as not stopping. Under ``fast_dev_run`` the update also runs during the warm-up.
         """
         del batch, batch_idx
         env, callback, replay_buffer = self.env, self._rl_callback, self.replay_buffer
         assert env is not None and callback is not None and replay_buffer is not None
         assert isinstance(self.train_freq, TrainFreq)
+        single_cycle = self.fit_context is not None and self.fit_context.single_cycle
         collected = 0
         while True:
             rollout = self.collect_rollouts(
@@ -372,12 +390,15 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             if not rollout.continue_training:
                 self._stop_requested = True
                 return None
+            if self._cycle_open:
+                return None  # stopped inside the cycle: its update waits until the cycle is complete
             collected += rollout.episode_timesteps
-            if self.num_timesteps > 0 and self.num_timesteps > self.learning_starts:
+            if self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle):
                 gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
                 if gradient_steps > 0:
                     self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
-            if self._has_reached_rl_budget() or collected >= self.min_env_steps_per_training_step:
+            self._end_cycle()
+            if self._should_end_training_step(collected):
                 return None
 
     def train(self, gradient_steps: int | bool = True, batch_size: int = 100) -> Any:
@@ -517,12 +538,17 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             log_interval: dump logs every ``log_interval`` episodes.
         """
         self._set_policy_training_mode(False)
-        num_collected_steps, num_collected_episodes = 0, 0
         n_envs = env.num_envs
-        if self.use_sde:
-            self.actor.reset_noise(n_envs)  # type: ignore[operator]
-
-        callback.on_rollout_start()
+        context = self.fit_context
+        cadences = () if context is None else context.env_step_cadences
+        if self._cycle_open:  # continue the cycle that a budget end or a step boundary interrupted
+            num_collected_steps, num_collected_episodes = self._cycle_steps, self._cycle_episodes
+            self._cycle_open = False
+        else:
+            num_collected_steps, num_collected_episodes = 0, 0
+            if self.use_sde:
+                self.actor.reset_noise(n_envs)  # type: ignore[operator]
+            callback.on_rollout_start()
         continue_training = True
         while should_collect_more_steps(train_freq, num_collected_steps, num_collected_episodes):
             if self.use_sde and self.sde_sample_freq > 0 and num_collected_steps % self.sde_sample_freq == 0:
@@ -553,7 +579,14 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                     if log_interval is not None and log_interval > 0 and self._episode_num % log_interval == 0:
                         self.dump_logs()
 
-            if budget_reached:
+            if cadences and context.crossed_env_step_boundary(self.num_timesteps - n_envs, self.num_timesteps):
+                context.request_boundary()
+            if budget_reached or (context is not None and context.boundary_requested):
+                if should_collect_more_steps(train_freq, num_collected_steps, num_collected_episodes):
+                    # the cycle is unfinished: keep its counts; it continues in the next training_step / fit
+                    self._cycle_open = True
+                    self._cycle_steps, self._cycle_episodes = num_collected_steps, num_collected_episodes
+                    return RolloutReturn(num_collected_steps * n_envs, num_collected_episodes, continue_training)
                 break
 
         callback.on_rollout_end()
@@ -657,11 +690,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         total_timesteps: int,
         callback: MaybeCallback = None,
         run_name: str = "run",
-        reset_num_timesteps: bool | None = None,
+        reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        if reset_num_timesteps is None:
-            reset_num_timesteps = getattr(self._rl_trainer_ref, "_rl_reset_num_timesteps", True)
+        if reset_num_timesteps:  # a fresh count starts a fresh cycle
+            self._cycle_open, self._cycle_steps, self._cycle_episodes = False, 0, 0
         replay_buffer = self.replay_buffer
         truncate_last_traj = (
             self.optimize_memory_usage
@@ -695,10 +728,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def _default_log_every_n_steps(self) -> int:
         return 4
 
-    def _prepare_fit(self, callback: BaseCallback, log_every_n_steps: int) -> None:
+    def _prepare_fit(self) -> None:
         self._convert_train_freq()
-        self._rl_callback = callback
-        self._log_interval = log_every_n_steps
         self._build_param_lists()
 
     # ------------------------------------------------------------------
@@ -707,7 +738,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     def _extra_checkpoint_state(self) -> dict[str, Any]:
         state: dict[str, Any] = {
-            "action_noise": noise_to_dict(self.action_noise) if self.action_noise is not None else None
+            "action_noise": noise_to_dict(self.action_noise) if self.action_noise is not None else None,
+            "cycle": [int(self._cycle_open), int(self._cycle_steps), int(self._cycle_episodes)],
         }
         if self.replay_buffer is not None:
             # the buffer's own npz format, kept as bytes in a uint8 tensor (loads with weights_only=True)
@@ -719,6 +751,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def _load_extra_checkpoint_state(self, state: dict[str, Any]) -> None:
         if state.get("action_noise") is not None:
             self.action_noise = noise_from_dict(state["action_noise"])
+        cycle_open, self._cycle_steps, self._cycle_episodes = state.get("cycle", (0, 0, 0))
+        self._cycle_open = bool(cycle_open)
         data = state.get("replay_buffer")
         if data is not None:
             assert self.replay_buffer is not None

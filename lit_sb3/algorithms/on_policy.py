@@ -1,12 +1,14 @@
 """On-policy algorithm base class (PPO, A2C) as a LightningModule.
 
-One Lightning ``training_step`` = one iteration: collect ``n_steps`` steps on each of the ``n_envs`` envs
-into the rollout buffer, then run the algorithm's update (``train``). The run stops when the RLTrainer's
-env-step budget is reached (after the rollout that crosses it, as in SB3).
+One collect/update cycle = one iteration: collect ``n_steps`` steps on each of the ``n_envs`` envs into the
+rollout buffer, then run the algorithm's update (``train``); a Lightning ``training_step`` runs whole iterations.
+The run stops when the RLTrainer's env-step budget is reached, after the rollout that crosses it, as in SB3: the
+budget is rounded up to whole rollouts of ``n_steps x n_envs`` (SB3#1150), which is logged once per fit.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -24,6 +26,8 @@ from lit_sb3.utils.math import safe_mean
 from lit_sb3.vec_env import VecEnv
 
 __all__ = ["OnPolicyAlgorithm"]
+
+log = logging.getLogger(__name__)
 
 
 def obs_as_tensor(obs: np.ndarray | dict[str, np.ndarray], device: th.device) -> th.Tensor | dict[str, th.Tensor]:
@@ -143,6 +147,22 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def _on_device_ready(self) -> None:
         self.rollout_buffer.device = self.device
 
+    def _prepare_fit(self) -> None:
+        context = self.fit_context
+        assert context is not None
+        rollout = self.n_steps * self.n_envs
+        remaining = context.target_timesteps - self.num_timesteps
+        if remaining > 0 and remaining % rollout != 0:
+            end = self.num_timesteps + -(-remaining // rollout) * rollout
+            message = (
+                f"{type(self).__name__}: the budget of {context.total_timesteps} env steps is rounded up to whole "
+                f"rollouts of n_steps x n_envs = {self.n_steps} x {self.n_envs} = {rollout} env steps, as in SB3: "
+                f"this fit stops at {end} env steps."
+            )
+            log.info(message)
+            if self.verbose >= 1:
+                print(message)
+
     def configure_optimizers(self):
         return self.policy.optimizer
 
@@ -176,6 +196,9 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, device)
                 actions, values, log_probs = self.policy(obs_tensor)
+            if values.dtype != th.float32:  # bf16 autocast or 64-true: the buffers hold float32
+                actions = actions.float() if actions.is_floating_point() else actions
+                values, log_probs = values.float(), log_probs.float()
             actions = actions.cpu().numpy()
             clipped_actions = actions
             if clip_actions:
@@ -207,7 +230,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             self._last_obs = new_obs
             self._last_episode_starts = dones
         with th.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(new_obs, device))
+            values = self.policy.predict_values(obs_as_tensor(new_obs, device)).float()
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         callback.update_locals(locals())
         callback.on_rollout_end()
@@ -231,6 +254,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         iterations.
         """
         assert self.env is not None and self._rl_callback is not None
+        context = self.fit_context
         collected = 0
         while True:
             start = self.num_timesteps
@@ -245,8 +269,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             if self._log_interval is not None and self._log_interval > 0 and self._iteration % self._log_interval == 0:
                 self.dump_logs(self._iteration)
             self.train()
+            self._end_cycle()
             collected += self.num_timesteps - start
-            if collected >= self.min_env_steps_per_training_step or self._has_reached_rl_budget():
+            if context is not None and context.crossed_env_step_boundary(start, self.num_timesteps):
+                context.request_boundary()
+            if self._should_end_training_step(collected):
                 return None
 
     def train(self, mode: bool | None = None) -> Any:

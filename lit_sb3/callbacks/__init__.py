@@ -8,7 +8,7 @@ from lit_sb3.callbacks.base import (
     EveryNTimesteps,
     StopTrainingOnMaxEpisodes,
 )
-from lit_sb3.callbacks.checkpoint import CheckpointCallback
+from lit_sb3.callbacks.checkpoint import CheckpointCallback, EnvStepCheckpoint
 from lit_sb3.callbacks.progress import ProgressBarCallback
 from lit_sb3.callbacks.summary_writer import SummaryWriterCallback
 
@@ -27,6 +27,7 @@ __all__ = [
     "CallbackList",
     "CheckpointCallback",
     "ConvertCallback",
+    "EnvStepCheckpoint",
     "EvalCallback",
     "EventCallback",
     "EveryNTimesteps",

@@ -19,8 +19,9 @@ __all__ = ["EvalCallback", "StopTrainingOnNoModelImprovement", "StopTrainingOnRe
 class EvalCallback(EventCallback):
     """Evaluate the agent every ``eval_freq`` calls (per sub-env steps) on a separate env.
 
-    Logs ``eval/mean_reward``, ``eval/mean_ep_length`` (and ``eval/success_rate``) at ``step = num_timesteps``,
-    keeps ``evaluations.npz`` in ``log_path`` and saves ``best_model.zip`` in ``best_model_save_path``.
+    Logs ``eval/mean_reward``, ``eval/mean_ep_length`` (and ``eval/success_rate``) at ``step = num_timesteps``
+    (also into ``trainer.callback_metrics``, so ``ModelCheckpoint(monitor="eval/mean_reward", mode="max")`` keeps
+    the best evaluations: the trainer's step ends right after each evaluation and monitored checkpoints save), keeps ``evaluations.npz`` in ``log_path`` and saves ``best_model.zip`` in ``best_model_save_path``.
     VecNormalize statistics are synced from the training env before each evaluation.
 
     Args:
@@ -147,6 +148,9 @@ class EvalCallback(EventCallback):
         if len(self._is_success_buffer) > 0:
             metrics["eval/success_rate"] = float(np.mean(self._is_success_buffer))
         self.model.log_metrics(metrics, step=self.num_timesteps)
+        context = self.model.fit_context
+        if context is not None:  # end the training_step here: monitored checkpoints see this evaluation
+            context.request_boundary(evaluated=True)
         return mean_reward, std_reward
 
     def _on_step(self) -> bool:

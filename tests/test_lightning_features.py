@@ -1,0 +1,324 @@
+"""Lightning features through ``RLTrainer.fit`` on real envs: what each one does in RL terms (README "Lightning
+features"): checkpoint cadences, top-k by evaluation, fast_dev_run, precision, refused arguments, the Monitor
+wrapper, on-policy budget rounding, safe checkpoint loading from any source, TensorBoard output."""
+
+from __future__ import annotations
+
+import http.server
+import logging
+import pickle
+import threading
+from pathlib import Path
+
+import fsspec
+import numpy as np
+import pytest
+import torch as th
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import TensorBoardLogger
+
+from lit_sb3 import A2C, DDPG, DQN, PPO, SAC, TD3, RLEnvDataModule, RLTrainer
+from lit_sb3.callbacks import EvalCallback
+from lit_sb3.core.monitor import Monitor
+from lit_sb3.vec_env import VecMonitor
+
+th.set_num_threads(1)
+
+NET = dict(net_arch=[16, 16])
+
+
+def tiny_sac(**kwargs):
+    return SAC("MlpPolicy", seed=0, batch_size=16, policy_kwargs=NET, **{"learning_starts": 20, **kwargs})
+
+
+def tiny_ppo(**kwargs):
+    return PPO("MlpPolicy", seed=0, batch_size=32, n_epochs=2, policy_kwargs=NET, **{"n_steps": 64, **kwargs})
+
+
+def pendulum(**kwargs):
+    return RLEnvDataModule("Pendulum-v1", seed=0, **kwargs)
+
+
+def cartpole(**kwargs):
+    return RLEnvDataModule("CartPole-v1", seed=0, **kwargs)
+
+
+# ---------------------------------------------------------------- global_step and checkpoint cadences
+
+
+def test_global_step_counts_collect_update_cycles(tmp_path):
+    model = tiny_sac(train_freq=4, gradient_steps=2)
+    trainer = RLTrainer(max_steps=200, logger=False, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=pendulum())
+    assert trainer.global_step == 50  # 200 env steps / train_freq 4
+    ppo = tiny_ppo()
+    trainer = RLTrainer(max_steps=256, logger=False, default_root_dir=tmp_path)
+    trainer.fit(ppo, datamodule=cartpole())
+    assert trainer.global_step == ppo._iteration == 4
+
+
+def test_model_checkpoint_every_n_train_steps_writes_each_cadence_and_resumes(tmp_path):
+    checkpoint = ModelCheckpoint(dirpath=tmp_path / "ckpt", every_n_train_steps=10, save_top_k=-1)
+    model = tiny_sac(train_freq=4, gradient_steps=1)
+    # no enable_checkpointing=True needed: a ModelCheckpoint in callbacks turns checkpointing on
+    trainer = RLTrainer(max_steps=200, logger=False, callbacks=[checkpoint], default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=pendulum())
+    steps = sorted(int(p.stem.split("step=")[1]) for p in (tmp_path / "ckpt").glob("*.ckpt"))
+    assert steps == [10, 20, 30, 40, 50]  # every 10 cycles = every 40 env steps
+    state = th.load(tmp_path / "ckpt" / "epoch=0-step=30.ckpt", weights_only=True)
+    assert state["lit_sb3"]["num_timesteps"] == 120 and state["global_step"] == 30
+
+    resumed = tiny_sac(train_freq=4, gradient_steps=1)
+    trainer = RLTrainer(max_steps=200, logger=False, default_root_dir=tmp_path / "resumed")
+    trainer.fit(resumed, datamodule=pendulum(), ckpt_path=str(tmp_path / "ckpt" / "epoch=0-step=30.ckpt"))
+    assert resumed.num_timesteps == 200 and trainer.global_step == 50
+    for key, value in model.state_dict().items():
+        assert th.equal(value, resumed.state_dict()[key]), key
+
+
+def test_enable_checkpointing_saves_at_the_end_of_fit(tmp_path):
+    model = tiny_ppo()
+    trainer = RLTrainer(max_steps=128, logger=False, enable_checkpointing=True, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=cartpole())
+    files = list((tmp_path / "checkpoints").glob("*.ckpt"))
+    assert [p.name for p in files] == ["epoch=0-step=2.ckpt"]
+    assert th.load(files[0], weights_only=True)["lit_sb3"]["num_timesteps"] == 128
+
+
+def test_model_checkpoint_top_k_by_eval_mean_reward(tmp_path):
+    checkpoint = ModelCheckpoint(
+        dirpath=tmp_path / "best", monitor="eval/mean_reward", mode="max", save_top_k=2, filename="{step}"
+    )
+    eval_callback = EvalCallback(
+        RLEnvDataModule("CartPole-v1", seed=1).get_env("fit"), eval_freq=100, n_eval_episodes=2, verbose=0
+    )
+    seen: list[tuple[float, int]] = []
+    original = eval_callback.evaluate
+
+    def evaluate():
+        result = original()
+        seen.append((result[0], eval_callback.num_timesteps))
+        return result
+
+    eval_callback.evaluate = evaluate
+    model = DQN("MlpPolicy", seed=0, learning_starts=50, batch_size=16, policy_kwargs=NET, train_freq=4)
+    trainer = RLTrainer(max_steps=600, rl_callback=eval_callback, logger=False, callbacks=[checkpoint])
+    trainer.fit(model, datamodule=cartpole())
+    assert len(seen) == 6
+    best = sorted(float(v) for v in checkpoint.best_k_models.values())
+    assert best == sorted(r for r, _ in seen)[-2:]
+    assert checkpoint.best_model_score == max(r for r, _ in seen)
+    for path in checkpoint.best_k_models:
+        state = th.load(path, weights_only=True)
+        # saved right after the evaluation, at the env step it ran
+        assert (float(checkpoint.best_k_models[path]), state["lit_sb3"]["num_timesteps"]) in seen
+
+
+# ---------------------------------------------------------------- fast_dev_run
+
+
+def test_fast_dev_run_runs_one_cycle_with_a_real_update(tmp_path):
+    model = tiny_sac(learning_starts=100)
+    trainer = RLTrainer(max_steps=10_000, fast_dev_run=True, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=pendulum())
+    # the update runs even inside the warm-up (learning_starts=100): fast_dev_run exercises the whole cycle
+    assert model.num_timesteps == 1 and model._n_updates == 1 and trainer.global_step == 1
+    assert not (tmp_path / "lightning_logs").exists() and not (tmp_path / "checkpoints").exists()
+
+
+def test_fast_dev_run_n_runs_n_iterations_on_policy(tmp_path):
+    model = tiny_ppo()
+    trainer = RLTrainer(max_steps=10_000, fast_dev_run=3, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=cartpole())
+    assert model.num_timesteps == 3 * 64 and model._iteration == 3 and model._n_updates == 3 * 2  # n_epochs each
+
+
+# ---------------------------------------------------------------- precision
+
+
+@pytest.mark.parametrize(
+    "algo, env",
+    [
+        (SAC, "Pendulum-v1"),
+        (TD3, "Pendulum-v1"),
+        (DDPG, "Pendulum-v1"),
+        (DQN, "CartPole-v1"),
+        (PPO, "CartPole-v1"),
+        (A2C, "CartPole-v1"),
+    ],  # fmt: skip
+)
+def test_precision_64_true_trains_in_double(algo, env, tmp_path):
+    kwargs = dict(learning_starts=20, batch_size=16) if algo in (SAC, TD3, DDPG, DQN) else dict(n_steps=32)
+    if algo is PPO:
+        kwargs["batch_size"] = 32
+    model = algo("MlpPolicy", seed=0, policy_kwargs=NET, **kwargs)
+    RLTrainer(max_steps=96, logger=False, precision="64-true").fit(model, datamodule=RLEnvDataModule(env, seed=0))
+    assert all(p.dtype == th.float64 for p in model.parameters())
+    assert model._n_updates > 0
+    obs = model.env.reset()
+    action, _ = model.predict(obs, deterministic=True)
+    assert np.all(np.isfinite(action))
+
+
+@pytest.mark.parametrize("make, dm", [(tiny_sac, pendulum), (tiny_ppo, cartpole)])
+def test_bf16_mixed_trains_on_cpu(make, dm, tmp_path):
+    model = make()
+    RLTrainer(max_steps=128, logger=False, precision="bf16-mixed").fit(model, datamodule=dm())
+    assert model._n_updates > 0
+    assert all(p.dtype == th.float32 and th.isfinite(p).all() for p in model.parameters())
+
+
+# ---------------------------------------------------------------- refused arguments
+
+
+@pytest.mark.parametrize(
+    "kwargs, equivalent",
+    [
+        (dict(gradient_clip_val=0.5), "max_grad_norm"),
+        (dict(gradient_clip_algorithm="norm"), "max_grad_norm"),
+        (dict(accumulate_grad_batches=4), "batch_size"),
+        (dict(limit_train_batches=10), "max_steps"),
+        (dict(overfit_batches=2), "max_steps"),
+        (dict(limit_val_batches=3), "n_eval_episodes"),
+        (dict(val_check_interval=100), "eval_freq"),
+    ],
+)
+def test_arguments_without_rl_meaning_are_refused_at_construction(kwargs, equivalent):
+    with pytest.raises(ValueError) as info:
+        RLTrainer(max_steps=100, **kwargs)
+    message = str(info.value)
+    assert "\n" not in message and next(iter(kwargs)) in message and equivalent in message
+
+
+# ---------------------------------------------------------------- env wrapping and budgets
+
+
+@pytest.mark.parametrize("monitor_wrapper", [True, False])
+def test_monitor_wrapper_is_honoured(monitor_wrapper):
+    model = tiny_ppo()
+    model.monitor_wrapper = monitor_wrapper  # (SB3's PPO takes it from OnPolicyAlgorithm, not as an argument)
+    RLTrainer(max_steps=64, logger=False).fit(model, datamodule=cartpole())
+    assert model.env.env_is_wrapped(Monitor) == [monitor_wrapper]
+    assert not isinstance(model.env, VecMonitor)
+    assert (len(model.ep_info_buffer) > 0) == monitor_wrapper  # episode stats come from the Monitor
+
+
+def test_on_policy_budget_rounds_up_to_whole_rollouts_and_says_so_once(caplog):
+    model = tiny_ppo(n_steps=64)
+    with caplog.at_level(logging.INFO, logger="lit_sb3"):
+        trainer = RLTrainer(max_steps=100, logger=False)
+        trainer.fit(model, datamodule=cartpole(n_envs=2))
+    lines = [r.getMessage() for r in caplog.records if "rounded up" in r.getMessage()]
+    assert len(lines) == 1 and "128" in lines[0] and "stops at 128" in lines[0]
+    assert model.num_timesteps == 128 and trainer.rl_progress == 1.0 and trainer.rl_budget_reached
+
+
+def test_rl_progress_on_resumed_and_continued_runs(tmp_path):
+    model = tiny_sac()
+    trainer = RLTrainer(max_steps=60, logger=False)
+    trainer.fit(model, datamodule=pendulum())
+    trainer.save_checkpoint(tmp_path / "a.ckpt")
+    # resumed from a checkpoint: the restored steps count towards the same budget (seed 001's formula)
+    resumed = tiny_sac()
+    trainer = RLTrainer(max_steps=100, logger=False)
+    trainer.fit(resumed, datamodule=pendulum(), ckpt_path=str(tmp_path / "a.ckpt"))
+    assert resumed.num_timesteps == 100 and trainer.rl_progress == 1.0 and trainer.rl_num_timesteps == 100
+    # continued (SB3's reset_num_timesteps=False): max_steps more env steps
+    model.learn(40, env=model.env, reset_num_timesteps=False)
+    assert model.num_timesteps == 100
+
+
+# ---------------------------------------------------------------- safe checkpoint loading
+
+
+class _Payload:
+    ran = Path()
+
+    def __reduce__(self):
+        return (Path.touch, (self.ran,))
+
+
+def test_checkpoint_url_with_a_pickle_payload_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch_home"))
+    marker = tmp_path / "payload-ran"
+    model = tiny_sac()
+    trainer = RLTrainer(max_steps=30, logger=False)
+    trainer.fit(model, datamodule=pendulum())
+    checkpoint = trainer._checkpoint_connector.dump_checkpoint()
+    _Payload.ran = marker
+    checkpoint["evil"] = _Payload()
+    served = tmp_path / "served"
+    served.mkdir()
+    th.save(checkpoint, served / "evil.ckpt")
+
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(served))  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/evil.ckpt"
+        with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+            RLTrainer(max_steps=60, logger=False).fit(tiny_sac(), datamodule=pendulum(), ckpt_path=url)
+        with pytest.raises(ValueError, match="weights_only=False is refused"):
+            RLTrainer(max_steps=60, logger=False).fit(
+                tiny_sac(), datamodule=pendulum(), ckpt_path=url, weights_only=False
+            )
+        # a local path, a file URL and any fsspec URL are read the same safe way
+        memory = fsspec.filesystem("memory")
+        memory.pipe("/evil.ckpt", (served / "evil.ckpt").read_bytes())
+        for source in (str(served / "evil.ckpt"), f"file://{served / 'evil.ckpt'}", "memory://evil.ckpt"):
+            with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+                RLTrainer(max_steps=60, logger=False).fit(tiny_sac(), datamodule=pendulum(), ckpt_path=source)
+        memory.rm("/evil.ckpt")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert not marker.exists()
+    th.load(served / "evil.ckpt", weights_only=False)  # the payload is real: the unsafe loader runs it
+    assert marker.exists()
+
+
+# ---------------------------------------------------------------- TensorBoard
+
+
+def test_tensorboard_train_values_at_their_own_step_and_hparams(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logger = TensorBoardLogger(tmp_path, name="tb", version="v")
+    model = tiny_sac(train_freq=(1, "episode"), gradient_steps=8, learning_rate=1e-3)
+    RLTrainer(max_steps=1100, logger=logger, log_every_n_steps=2).fit(model, datamodule=pendulum())
+    events = EventAccumulator(logger.log_dir, size_guidance={"scalars": 0, "tensors": 0})
+    events.Reload()
+    steps = [e.step for e in events.Scalars("train/actor_loss")]
+    # an update after each episode (200 steps), logs dumped every 2 episodes (400, 800) with the latest train
+    # values at the env step they were recorded (200, 600), the rest flushed at the end at its own step (1,000:
+    # the episode cut by the budget at 1,100 has no update yet), not all at the final step
+    assert steps == [200, 600, 1000]
+    assert [e.step for e in events.Scalars("time/fps")] == [400, 800]
+    plugin = events.PluginTagToContent("hparams")
+    assert "_hparams_/session_start_info" in plugin
+    hparams = (Path(logger.log_dir) / "hparams.yaml").read_text()
+    assert "learning_rate: 0.001" in hparams and "algo: SAC" in hparams
+
+
+def test_record_exclude_keeps_a_value_out_of_matching_loggers(tmp_path):
+    from lightning.pytorch.loggers import CSVLogger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from lit_sb3.callbacks import BaseCallback
+
+    class RecordEveryStep(BaseCallback):
+        def _on_step(self) -> bool:
+            self.model.record("custom/only_tensorboard", float(self.num_timesteps), exclude="csv")
+            self.model.record("custom/everywhere", 1.0)
+            return True
+
+    csv, tb = CSVLogger(tmp_path, name="csv", version=""), TensorBoardLogger(tmp_path, name="tb", version="")
+    model = tiny_sac()
+    RLTrainer(max_steps=40, logger=[csv, tb], rl_callback=RecordEveryStep()).fit(model, datamodule=pendulum())
+    header = (Path(csv.log_dir) / "metrics.csv").read_text().splitlines()[0].split(",")
+    assert "custom/everywhere" in header and "custom/only_tensorboard" not in header
+    events = EventAccumulator(tb.log_dir)
+    events.Reload()
+    assert [e.value for e in events.Scalars("custom/only_tensorboard")] == [40.0]
