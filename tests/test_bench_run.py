@@ -348,14 +348,13 @@ def test_evaluation_hook_stops_run(in_tmp_path: Path, mlflow_template: Path) -> 
 def test_job_logger_batches_metrics_without_losing_any(flush_seconds: float, in_tmp_path: Path,
                                                        mlflow_template: Path) -> None:  # fmt: skip
     """Metrics are held back until ``flush_seconds`` passed or training ends (also on failure), then all land."""
-    from lit_sb3.zoo.runner import _job_mlflow_logger
-    from lit_sb3.zoo.tracking import open_tracking
+    from lit_sb3.zoo.tracking import job_logger, open_tracking
 
     uri = _store(in_tmp_path, mlflow_template)
     tracking = open_tracking(uri, "batching")
     client = _client(uri)
     run_id = client.create_run(tracking.target.experiment_id).info.run_id
-    logger = _job_mlflow_logger(tracking.target, run_id, flush_seconds=flush_seconds)
+    logger = job_logger(tracking.target, run_id, flush_seconds=flush_seconds)
     for step in range(600):  # 1,200 metrics: more than one log_batch of MLflow's 1,000
         logger.log_metrics({"train/loss": step / 10, "rollout/ep_rew_mean": float(step)}, step=step * 64)
     held = client.get_metric_history(run_id, "train/loss")

@@ -26,6 +26,9 @@ _MODULES = (
     "lit_sb3.zoo.wrappers",
     "lit_sb3.zoo.registry",
     "lit_sb3.zoo.runner",
+    "lit_sb3.zoo.tracking.logger",
+    "lit_sb3.zoo.worker.callbacks",
+    "lit_sb3.zoo.worker.guards",
 )
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "TrackingTarget",
     "Tracking",
     "open_tracking",
+    "connect",
     "fail_fast",
     "pid_alive",
     "sqlite_path",
@@ -161,7 +162,7 @@ def flatten_params(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
 
 
 def _git_commit() -> str:
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
@@ -398,6 +399,74 @@ class Tracking:
                 self.client.log_text(run_id, traceback_text, "traceback.txt")
         self.client.set_terminated(run_id, status)
 
+    def set_tags(self, run_id: str, tags: Mapping[str, Any]) -> None:
+        """Set tags on a run (values as text).
+
+        Args:
+            run_id: the run.
+            tags: name -> value.
+        """
+        from mlflow.entities import RunTag
+
+        if tags:
+            self.client.log_batch(run_id, tags=[RunTag(k, str(v)[:_PARAM_MAX]) for k, v in tags.items()])
+
+    def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
+        """Log params (values as text, cut to MLflow's limit), 100 per ``log_batch`` (MLflow's limit).
+
+        Args:
+            run_id: the run.
+            params: name -> value.
+        """
+        from mlflow.entities import Param
+
+        items = [Param(k, str(v)[:_PARAM_MAX]) for k, v in sorted(params.items())]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(run_id, params=items[i : i + 100])
+
+    def log_metrics(self, run_id: str, metrics: Mapping[str, float], step: int = 0) -> None:
+        """Log metrics at one step in one ``log_batch`` (1,000 at most per call, MLflow's limit).
+
+        Args:
+            run_id: the run.
+            metrics: name -> value.
+            step: the step (env steps for job metrics).
+        """
+        import time
+
+        from mlflow.entities import Metric
+
+        stamp = int(time.time() * 1000)
+        items = [Metric(k, float(v), stamp, int(step)) for k, v in metrics.items()]
+        for i in range(0, len(items), 1000):
+            self.client.log_batch(run_id, metrics=items[i : i + 1000])
+
+    def log_artifacts(self, run_id: str, folder: str | Path, artifact_path: str | None = None) -> None:
+        """Upload the files of ``folder`` as artifacts of a run.
+
+        Args:
+            run_id: the run.
+            folder: local folder.
+            artifact_path: sub-folder in the run's artifacts.
+        """
+        self.client.log_artifacts(run_id, str(folder), artifact_path)
+
+    def log_text(self, run_id: str, text: str, name: str) -> None:
+        """Save ``text`` as the artifact ``name`` of a run."""
+        self.client.log_text(run_id, text, name)
+
+    def log_dict(self, run_id: str, data: Any, name: str) -> None:
+        """Save ``data`` as the JSON/YAML artifact ``name`` of a run."""
+        self.client.log_dict(run_id, data, name)
+
+    def end_run(self, run_id: str, status: str = "FINISHED") -> None:
+        """End a run with ``status`` (``FINISHED``, ``FAILED``, ``KILLED``)."""
+        self.client.set_terminated(run_id, status)
+
+    def get_run(self, run_id: str) -> Any:
+        """The run (MLflow's ``Run``: ``info``, ``data.tags``, ``data.params``, ``data.metrics``)."""
+        return self.client.get_run(run_id)
+
     def run_status(self, run_id: str) -> str:
         """Current status of a run."""
         return str(self.client.get_run(run_id).info.status)
@@ -415,6 +484,18 @@ class Tracking:
             self.client.log_dict(run_id, {"jobs": list(rows)}, "summary.json")
             self.client.log_text(run_id, markdown, "summary.md")
         self.client.set_terminated(run_id, status)
+
+
+def connect(target: TrackingTarget) -> Tracking:
+    """A :class:`Tracking` on an already resolved target (no query is made; the worker side of a job).
+
+    Args:
+        target: where to log (from :func:`open_tracking` in the parent process).
+    """
+    from mlflow import MlflowClient
+
+    _quiet_mlflow()
+    return Tracking(MlflowClient(tracking_uri=target.uri), target)
 
 
 def _quiet_mlflow() -> None:
