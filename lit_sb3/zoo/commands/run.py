@@ -158,11 +158,15 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     _check_device(args.device)
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
     overrides = parse_overrides(args.hyperparams)
+    notes: list[str] = []
     jobs, skipped = plan_grid(
         algos, envs, seeds, n_timesteps=args.n_timesteps, eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes, config_files=args.config, overrides=overrides, device=args.device,
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
+        notes=notes,
     )  # fmt: skip
+    for line in notes:  # on-policy budgets rounded up to whole rollouts
+        print(f"budget: {line}", flush=True)
     if not jobs:
         reasons = "; ".join(s.reason for s in skipped) or "empty grid"
         raise BenchError(f"nothing to run: {reasons}")
