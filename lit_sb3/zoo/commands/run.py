@@ -294,7 +294,17 @@ def run(args: argparse.Namespace) -> int:
     Args:
         args: parsed arguments.
     """
-    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, open_tracking
+    import os
+
+    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, default_experiment_name
+
+    # on screen at once, before the imports and the planning (several seconds on a loaded machine)
+    uri = args.tracking_uri or DEFAULT_TRACKING_URI
+    seeds = args.seed_list or (f"{args.seeds} seed(s)" if args.seeds else "1 seed")
+    print(f"bench run: algos {args.algos} x envs {args.envs} x {seeds}; {args.jobs or os.cpu_count()} worker(s); "
+          f"experiment '{args.experiment or default_experiment_name(args.envs)}' at {uri}; planning...",
+          flush=True)  # fmt: skip
+    from lit_sb3.zoo.tracking import open_tracking
 
     launcher = None
     if not args.dry_run and args.launcher == "local":
@@ -303,7 +313,6 @@ def run(args: argparse.Namespace) -> int:
         launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
         launcher.warm_up()  # the job processes' imports overlap with the planning below
     jobs, skipped, experiment = _plan(args)
-    uri = args.tracking_uri or DEFAULT_TRACKING_URI
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
     finished = tracking.finished_job_ids()
     if args.dry_run:
@@ -339,7 +348,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from lit_sb3.zoo.launchers.base import JobDone
 
-        with GridProgress(len(todo)) as progress:
+        with GridProgress(len(todo), jobs=todo) as progress:
             for event in launcher.submit(todo, tracking.target, _RunBook(tracking, parent_id)):
                 progress.handle(event)
                 if isinstance(event, JobDone):
