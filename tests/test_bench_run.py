@@ -257,7 +257,7 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
         extra = extra[:i] + extra[i + 2 :]
     (in_tmp_path / "bad.yml").write_text(BAD_YAML)
     uri = _store(in_tmp_path, mlflow_template)
-    argv = ["run", "--n-timesteps", "100", "--experiment", "errors", *extra]
+    argv = ["run", "--n-timesteps", "256", "--experiment", "errors", *extra]  # one PPO CartPole rollout
     if "--tracking-uri" not in extra:
         argv += ["--tracking-uri", uri]
     start = time.monotonic()
@@ -272,12 +272,14 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
 
 
 def test_dry_run_plan(in_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--algos", "ppo,dqn", "--envs", "Pendulum-v1", "--seed-list", "3,4", "--n-timesteps", "1000",
+    assert main(["run", "--algos", "ppo,dqn", "--envs", "Pendulum-v1", "--seed-list", "3,4", "--n-timesteps", "5000",
                  "--dry-run"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "ppo/Pendulum-v1/s3" in out and "ppo/Pendulum-v1/s4" in out
     assert "skipped dqn on Pendulum-v1: dqn needs a Discrete action space" in out
-    assert "total budget: 2,000 env steps in 2 jobs to run" in out
+    # PPO on Pendulum trains whole rollouts of 1024 x 4 env steps: 5,000 -> 8,192, said in one line
+    assert "budget: ppo on Pendulum-v1: budget 5,000 env steps rounded up to 8,192" in out
+    assert "total budget: 16,384 env steps in 2 jobs to run" in out
     assert not (in_tmp_path / "mlflow.db").exists()  # a dry run creates nothing
 
 
