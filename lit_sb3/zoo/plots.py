@@ -121,7 +121,9 @@ def plot_profiles(profiles: Mapping[str, Profile], path: Path, xlabel: str) -> P
     return _save(fig, path)
 
 
-def plot_improvement(poi: Mapping[tuple[str, str], Interval], path: Path) -> Path:
+def plot_improvement(
+    poi: Mapping[tuple[str, str], Interval], path: Path, verdicts: Mapping[tuple[str, str], bool] | None = None
+) -> Path:
     """P(X > Y) with CIs, one row per pair: ``rliable.plot_utils.plot_probability_of_improvement``.
 
     Each point estimate also gets a black diamond, and the x axis runs a little past [0, 1], so a pair whose
@@ -130,11 +132,14 @@ def plot_improvement(poi: Mapping[tuple[str, str], Interval], path: Path) -> Pat
     Args:
         poi: (X, Y) -> interval.
         path: PNG to write (and its SVG).
+        verdicts: (X, Y) -> whether the pair has a verdict (blue) or not (gray); default: the CI excludes 0.5.
     """
     plt = _plt()
     pairs = list(poi)
     fig, ax = plt.subplots(figsize=(6.5, 0.6 * max(1, len(pairs)) + 1.4))
-    colors = ["tab:blue" if poi[p].low > 0.5 or poi[p].high < 0.5 else "tab:gray" for p in pairs]
+    if verdicts is None:
+        verdicts = {p: poi[p].low > 0.5 or poi[p].high < 0.5 for p in pairs}
+    colors = ["tab:blue" if verdicts.get(p, False) else "tab:gray" for p in pairs]
     _plot_utils().plot_probability_of_improvement(
         {f"{x},{y}": poi[(x, y)].point for x, y in pairs},
         {f"{x},{y}": np.array([poi[(x, y)].low, poi[(x, y)].high]) for x, y in pairs},

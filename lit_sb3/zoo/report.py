@@ -402,7 +402,8 @@ def build_report(
         plots.plot_profiles(profiles, fig_dir / "performance_profiles.png", scale)
         figs.append(("figures/performance_profiles.png", "Performance profiles (score distributions)"))
     if poi:
-        plots.plot_improvement(poi, fig_dir / "probability_of_improvement.png")
+        has_verdict = {(d["x"], d["y"]): d["kind"] == "better" for d in verdicts}
+        plots.plot_improvement(poi, fig_dir / "probability_of_improvement.png", has_verdict)
         figs.append(("figures/probability_of_improvement.png", "Probability of improvement"))
     if curves:
         plots.plot_iqm_curves(curves, fig_dir / "iqm_curves.png", x_label, f"IQM {scale}")
@@ -626,9 +627,9 @@ def _blocks(
             headers=[
                 "env",
                 "algo",
-                "budget (env steps asked)",
+                "budget (env steps; on-policy: whole rollouts)",
                 "env steps trained",
-                "eval every (env steps)",
+                "eval requested every (env steps)",
                 "episodes per eval",
                 "deterministic",
             ],
@@ -639,7 +640,8 @@ def _blocks(
         Block(
             "p",
             "A run's score is its final evaluation (mean return over the episodes above, on a separate eval env "
-            "with VecNormalize statistics synced); the learning curves keep every periodic evaluation.",
+            "with VecNormalize statistics synced); the learning curves keep every periodic evaluation. On-policy "
+            "algorithms evaluate at the first rollout boundary at or after each requested step, after the update.",
         )
     )
     if a["aggregates"]:
