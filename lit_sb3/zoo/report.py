@@ -197,7 +197,7 @@ def _protocol(results: Results, env: str, algo: str) -> dict[str, Any]:
 
     def values(key: str) -> str:
         found = sorted({r.params.get(key, "") for r in runs} - {""}, key=lambda v: (len(v), v))
-        return ", ".join(found) if found else "—"
+        return ", ".join(_int(float(v)) if v.isdigit() else v for v in found) if found else "—"
 
     budgets = [float(r.params["n_timesteps"]) for r in runs if r.params.get("n_timesteps", "").isdigit()]
     return {
