@@ -270,7 +270,7 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
         extra = extra[:i] + extra[i + 2 :]
     (in_tmp_path / "bad.yml").write_text(BAD_YAML)
     uri = _store(in_tmp_path, mlflow_template)
-    argv = ["run", "--n-timesteps", "100", "--experiment", "errors", *extra]
+    argv = ["run", "--n-timesteps", "256", "--experiment", "errors", *extra]  # one PPO CartPole rollout
     if "--tracking-uri" not in extra:
         argv += ["--tracking-uri", uri]
     start = time.monotonic()
@@ -285,12 +285,14 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
 
 
 def test_dry_run_plan(in_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--algos", "ppo,dqn", "--envs", "Pendulum-v1", "--seed-list", "3,4", "--n-timesteps", "1000",
+    assert main(["run", "--algos", "ppo,dqn", "--envs", "Pendulum-v1", "--seed-list", "3,4", "--n-timesteps", "5000",
                  "--dry-run"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "ppo/Pendulum-v1/s3" in out and "ppo/Pendulum-v1/s4" in out
     assert "skipped dqn on Pendulum-v1: dqn needs a Discrete action space" in out
-    assert "total budget: 2,000 env steps in 2 jobs to run" in out
+    # PPO on Pendulum trains whole rollouts of 1024 x 4 env steps: 5,000 -> 8,192, said in one line
+    assert "budget: ppo on Pendulum-v1: budget 5,000 env steps rounded up to 8,192" in out
+    assert "total budget: 16,384 env steps in 2 jobs to run" in out
     assert not (in_tmp_path / "mlflow.db").exists()  # a dry run creates nothing
 
 
@@ -300,10 +302,10 @@ def test_dry_run_plan(in_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_job_ids_are_stable() -> None:
     from lit_sb3.zoo.jobs import JobSpec, plan_grid
 
-    over = {"n_steps": "64", "policy_kwargs": "dict(net_arch=[32], activation_fn=nn.ReLU)"}
+    over = {"n_steps": "32", "policy_kwargs": "dict(net_arch=[32], activation_fn=nn.ReLU)"}
     a, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=500, overrides=over)
     b, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=500, overrides=over)
-    c, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=501, overrides=over)
+    c, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=1000, overrides=over)  # rollouts of 256
     assert [j.job_id for j in a] == [j.job_id for j in b]
     assert len({j.job_id for j in a + c}) == 4
     back = JobSpec.from_json(a[0].to_json())
@@ -350,7 +352,10 @@ def test_evaluation_hook_stops_run(in_tmp_path: Path, mlflow_template: Path) -> 
     result = run_job(job, tracking.target, on_evaluation=stop_at_second, stopped_status="KILLED")
     assert [c[0] for c in calls] == [100, 200]
     assert result.stopped_early and result.status == "KILLED"
-    assert result.env_steps == 200 and result.score == calls[-1][1]
+    # on-policy evaluations happen at rollout boundaries (after the update); a stop there takes effect at the
+    # next env step: n_envs (2) steps later; the score is the evaluation that stopped the run
+    assert result.env_steps == 202 and result.score == calls[-1][1]
+    assert result.evaluations == calls
     run = _client(uri).get_run(result.run_id)
     assert run.info.status == "KILLED" and run.data.tags["lit_sb3.stopped_early"] == "true"
     assert run.data.metrics["final/mean_reward"] == result.score

@@ -49,6 +49,8 @@ class RunRecord:
         fps: ``time/fps`` (last value; NaN if absent).
         config_hash: ``lit_sb3.config_hash`` tag.
         tags: all tags.
+        params: all params (the resolved hyperparameters, budget and evaluation protocol).
+        total_timesteps: ``time/total_timesteps``: env steps the run really trained (NaN if absent).
     """
 
     run_id: str
@@ -62,6 +64,8 @@ class RunRecord:
     fps: float
     config_hash: str
     tags: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    total_timesteps: float = float("nan")
 
 
 @dataclass
@@ -277,6 +281,8 @@ def load_results(
                     fps=float(metrics.get("time/fps", np.nan)),
                     config_hash=tags.get("lit_sb3.config_hash", ""),
                     tags=tags,
+                    params=dict(r.data.params),
+                    total_timesteps=float(metrics.get("time/total_timesteps", np.nan)),
                 )
             )
     results.not_finished = dict(not_finished)

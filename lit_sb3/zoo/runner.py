@@ -199,7 +199,9 @@ def run_job(
             trainer.fit(model, datamodule=RLEnvDataModule(train_env=train_env))
             fit_seconds = max(time.monotonic() - t_fit, 1e-9)
             result.stopped_early = bool(hook_cb.stopped)
-            if eval_cb.last_eval_step != model.num_timesteps or not hook_cb.rows:
+            # the final evaluation, unless the last periodic one was at the end (or a hook stopped the run: its
+            # score is the evaluation that stopped it)
+            if (eval_cb.last_eval_step != model.num_timesteps and not hook_cb.stopped) or not hook_cb.rows:
                 eval_cb.num_timesteps = model.num_timesteps
                 eval_cb.evaluate()
                 hook_cb.num_timesteps = model.num_timesteps

@@ -17,11 +17,16 @@ replications at once:
 * **CIs** are percentile intervals (``np.percentile``, linear), as rliable's default ``method='percentile'``.
 * **Sample-efficiency curves**: one resample of runs per task is applied to every evaluation (a run keeps its
   whole curve); rliable resamples each evaluation independently; the per-evaluation marginals are identical.
+* **Point estimates** come from ``rliable.metrics`` itself (numpy + scipy only; it does not import arch).
+* **Reference engine**: :func:`reference_intervals` recomputes every interval with ``rliable.library`` (arch's
+  bootstrap, a Python loop: ~20-30x slower); it needs the ``rliable-ref`` extra (``arch<8``, ``pandas<3``) and a
+  full runs x tasks matrix per algorithm.
 """
 
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -42,6 +47,7 @@ __all__ = [
     "probability_of_improvement",
     "improvement_intervals",
     "iqm_curves",
+    "reference_intervals",
 ]
 
 METRICS: tuple[str, ...] = ("median", "iqm", "mean", "optimality_gap")
@@ -196,15 +202,26 @@ class _Pooled:
 
 
 def aggregate_point(scores: ScoreInput, gamma: float = 1.0) -> dict[str, float]:
-    """Point estimates of median, IQM, mean and optimality gap.
+    """Point estimates of median, IQM, mean and optimality gap, computed by ``rliable.metrics``.
+
+    Run-level metrics (IQM, optimality gap) pool all runs; task-level ones (median, mean) use per-task means,
+    so a ragged input (tasks with different numbers of runs) reads as rliable reads a full matrix.
 
     Args:
         scores: runs × tasks matrix or per-task arrays.
         gamma: optimality-gap threshold.
     """
-    pooled = _Pooled(scores)
-    values = pooled.metrics(np.ones((1, pooled.values.size)), gamma)[0]
-    return dict(zip(METRICS, (float(v) for v in values), strict=True))
+    from rliable import metrics
+
+    tasks = as_tasks(scores)
+    pooled = np.concatenate(tasks)[:, None]  # runs × 1: every run weighs 1
+    task_means = np.array([[t.mean() for t in tasks]])  # 1 × tasks
+    return {
+        "median": float(metrics.aggregate_median(task_means)),
+        "iqm": float(metrics.aggregate_iqm(pooled)),
+        "mean": float(metrics.aggregate_mean(task_means)),
+        "optimality_gap": float(metrics.aggregate_optimality_gap(pooled, gamma)),
+    }
 
 
 def aggregate_intervals(
@@ -228,12 +245,12 @@ def aggregate_intervals(
     out: dict[str, dict[str, Interval]] = {}
     for algo, scores in score_dict.items():
         pooled = _Pooled(scores)
-        point = pooled.metrics(np.ones((1, pooled.values.size)), gamma)[0]
+        point = aggregate_point(pooled.tasks, gamma)
         boot = np.concatenate(
             [pooled.metrics(_counts(rng, r, pooled.sizes), gamma) for r in _chunks(reps, pooled.values.size)]
         )
         low, high = _percentiles(boot, confidence)
-        out[algo] = {m: Interval(float(point[i]), float(low[i]), float(high[i])) for i, m in enumerate(METRICS)}
+        out[algo] = {m: Interval(point[m], float(low[i]), float(high[i])) for i, m in enumerate(METRICS)}
     return out
 
 
@@ -284,16 +301,20 @@ def _kernel(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float6
 
 
 def probability_of_improvement(scores_x: ScoreInput, scores_y: ScoreInput) -> float:
-    """P(X > Y): per task the Mann-Whitney U statistic / (n_x n_y), averaged over tasks (rliable's definition).
+    """P(X > Y) by ``rliable.metrics``: per task Mann-Whitney U / (n_x n_y), averaged over tasks.
 
     Args:
         scores_x: runs × tasks of algorithm X (or per-task arrays).
         scores_y: runs × tasks of algorithm Y, same tasks in the same order.
     """
+    from rliable import metrics
+
     tx, ty = as_tasks(scores_x), as_tasks(scores_y)
     if len(tx) != len(ty):
         raise ValueError(f"X has {len(tx)} tasks, Y has {len(ty)}")
-    return float(np.mean([_kernel(x, y).mean() for x, y in zip(tx, ty, strict=True)]))
+    return float(
+        np.mean([metrics.probability_of_improvement(x[:, None], y[:, None]) for x, y in zip(tx, ty, strict=True)])
+    )
 
 
 def improvement_intervals(
@@ -361,7 +382,9 @@ def iqm_curves(
             raise ValueError(f"{algo}: curves must be runs x tasks x {step_arr.size} evals, got {values.shape}")
         order = np.argsort(values, axis=0, kind="stable")  # per eval
         sorted_values = np.take_along_axis(values, order, axis=0).T  # [evals, runs]
-        point = np.array([iqm(values[:, e]) for e in range(step_arr.size)])
+        from rliable import metrics
+
+        point = np.array([metrics.aggregate_iqm(values[:, e]) for e in range(step_arr.size)], dtype=np.float64)
         n_evals = step_arr.size
         boot_parts = []
         for r in _chunks(reps, values.shape[0] * n_evals):
@@ -371,3 +394,114 @@ def iqm_curves(
         low, high = _percentiles(np.concatenate(boot_parts), confidence)
         out[algo] = Curve(step_arr, point, low, high)
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the reference computation: rliable.library
+# ---------------------------------------------------------------------------------------------------------
+def _library():  # noqa: ANN202 - the rliable.library module
+    try:
+        from rliable import library
+    except Exception as exc:  # noqa: BLE001 - arch/pandas incompatibility shows as any import error
+        raise ImportError(
+            "the rliable engine needs rliable.library, which imports arch<8 and pandas<3: "
+            f"pip install 'lit_sb3[rliable-ref]' ({type(exc).__name__}: {exc})"
+        ) from exc
+    return library
+
+
+def _matrix(algo: str, scores: ScoreInput) -> NDArray[np.float64]:
+    tasks = as_tasks(scores)
+    sizes = {t.shape[0] for t in tasks}
+    if len(sizes) != 1:
+        raise ValueError(
+            f"{algo}: rliable.library needs the same number of runs on every task, got {[t.shape[0] for t in tasks]}"
+            " (use the default engine, which stratifies unequal counts)"
+        )
+    return np.stack(tasks, axis=1)  # runs × tasks [× evals]
+
+
+def reference_intervals(
+    score_dict: Mapping[str, ScoreInput],
+    *,
+    taus: ArrayLike | None = None,
+    curve_dict: Mapping[str, ScoreInput] | None = None,
+    steps: ArrayLike | None = None,
+    reps: int = 50_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    gamma: float = 1.0,
+) -> tuple[dict[str, dict[str, Interval]], dict[tuple[str, str], Interval], dict[str, Profile], dict[str, Curve]]:
+    """Every interval of the report recomputed with ``rliable.library`` (the reference computation).
+
+    Same outputs as :func:`aggregate_intervals`, :func:`improvement_intervals` (every pair),
+    :func:`performance_profiles` and :func:`iqm_curves`; point estimates from ``rliable.metrics``.
+
+    Args:
+        score_dict: algorithm -> runs × tasks (every task with the same number of runs).
+        taus: profile thresholds (None: no profiles).
+        curve_dict: algorithm -> runs × tasks × evals, or per-task ``[runs, evals]`` (None: no curves).
+        steps: env steps of the evaluations.
+        reps: bootstrap replications.
+        seed: seed of the ``np.random.RandomState`` given to rliable.
+        confidence: CI coverage.
+        gamma: optimality-gap threshold.
+    """
+    from rliable import metrics
+
+    library = _library()
+    # rliable hands its RandomState to arch as ``random_state``, which arch 7 deprecates (same numbers)
+    warnings.filterwarnings("ignore", message="random_state is deprecated", category=FutureWarning)
+    state = np.random.RandomState(seed)
+    mats = {a: _matrix(a, s) for a, s in score_dict.items()}
+
+    def agg_func(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.array(
+            [
+                metrics.aggregate_median(x),
+                metrics.aggregate_iqm(x),
+                metrics.aggregate_mean(x),
+                metrics.aggregate_optimality_gap(x, gamma),
+            ]
+        )
+
+    kw = {"reps": reps, "confidence_interval_size": confidence, "random_state": state}
+    points, cis = library.get_interval_estimates(mats, agg_func, **kw)
+    agg = {
+        a: {m: Interval(float(points[a][i]), float(cis[a][0, i]), float(cis[a][1, i])) for i, m in enumerate(METRICS)}
+        for a in mats
+    }
+
+    def poi_func(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
+        # rliable's definition with a numpy kernel instead of scipy's mannwhitneyu per rep (same values)
+        return float(np.mean([_kernel(x[:, t], y[:, t]).mean() for t in range(x.shape[1])]))
+
+    pairs = {f"{x},{y}": [mats[x], mats[y]] for x, y in itertools.combinations(mats, 2)}
+    poi: dict[tuple[str, str], Interval] = {}
+    if pairs:
+        _, pcis = library.get_interval_estimates(pairs, poi_func, **kw)
+        for key, (mx, my) in pairs.items():
+            x, y = key.split(",")
+            low, high = np.ravel(pcis[key])
+            poi[(x, y)] = Interval(float(metrics.probability_of_improvement(mx, my)), float(low), float(high))
+
+    profiles: dict[str, Profile] = {}
+    if taus is not None:
+        tau_arr = np.asarray(taus, dtype=np.float64)
+        # rliable's create_performance_profile with its score-distribution function vectorised over taus
+        prof, pcis = library.get_interval_estimates(
+            mats, lambda s: (s.reshape(-1)[:, None] > tau_arr[None, :]).mean(axis=0), **kw
+        )
+        profiles = {a: Profile(tau_arr, np.asarray(prof[a]), pcis[a][0], pcis[a][1]) for a in mats}
+
+    curves: dict[str, Curve] = {}
+    if curve_dict:
+        step_arr = np.asarray(steps, dtype=np.float64)
+        cmats = {a: _matrix(a, s) for a, s in curve_dict.items()}
+
+        def iqm_func(x: NDArray[np.float64]) -> NDArray[np.float64]:
+            return np.array([metrics.aggregate_iqm(x[..., e]) for e in range(x.shape[-1])])
+
+        cpoints, ccis = library.get_interval_estimates(cmats, iqm_func, **kw)
+        curves = {a: Curve(step_arr, np.asarray(cpoints[a]), ccis[a][0], ccis[a][1]) for a in cmats}
+    return agg, poi, profiles, curves

@@ -62,6 +62,7 @@ class TuneSettings:
         tracking: MLflow target.
         parent_run_id: the study invocation's MLflow run.
         device: torch device of the jobs.
+        n_evaluations: evaluations reported per seed (0: every periodic evaluation).
     """
 
     algo: str
@@ -84,6 +85,7 @@ class TuneSettings:
     tracking: TrackingTarget
     parent_run_id: str | None
     device: str = "cpu"
+    n_evaluations: int = 0
 
 
 def override_text(value: Any) -> str:
@@ -199,9 +201,11 @@ class Objective:
                 eval_episodes=s.eval_episodes, overrides={k: override_text(v) for k, v in hp.items()},
                 device=s.device,
             )  # fmt: skip
+            _check_grid(s, jobs[0])
         except BenchError as exc:
             trial.set_user_attr("failure_reason", f"invalid hyperparameters: {exc}")
             raise TrialFailed(f"invalid hyperparameters: {exc}") from exc
+        trial.set_user_attr("budget_per_seed", jobs[0].n_timesteps)
 
         run_id = self._create_trial_run(trial, sampled, jobs[0])
         trial.set_user_attr("mlflow_run_id", run_id)
@@ -217,7 +221,7 @@ class Objective:
                     "lit_sb3.study_name": s.study_name, "lit_sb3.trial_number": str(trial.number),
                     "lit_sb3.seed_index": str(k),
                 })  # fmt: skip
-                reporter = TrialReporter(trial, k, s.n_timesteps, s.eval_freq, curves)
+                reporter = TrialReporter(trial, k, s.n_timesteps, s.eval_freq, curves, s.n_evaluations or None)
                 result = run_job(spec, s.tracking, run_id=seed_run, on_evaluation=reporter, stopped_status="KILLED")
                 env_steps += int(result.env_steps)
                 if result.status != "FINISHED" and reporter.pruned_at is None:
@@ -265,3 +269,27 @@ class Objective:
         metrics.update({f"trial/seed_{k}_score": v for k, v in enumerate(scores)})
         self._end(run_id, "complete", "FINISHED", metrics)
         return value
+
+
+def _check_grid(s: TuneSettings, spec: Any) -> None:
+    """Fail a trial at once when its sampled rollout or warm-up does not fit the evaluation grid.
+
+    Each requested evaluation (every ``eval_freq`` env steps) must see an updated policy and, on-policy, fall
+    on its own rollout boundary: one rollout (``n_steps x n_envs``) <= ``eval_freq``; off-policy, the first
+    update (:func:`lit_sb3.zoo.budget.first_update_step`) <= ``eval_freq``.
+    """
+    from lit_sb3.zoo.budget import first_update_step, rollout_size
+
+    cfg = spec.resolved_config()
+    rollout = rollout_size(s.algo, cfg.algo_kwargs, cfg.n_envs)
+    if rollout is not None and rollout > s.eval_freq:
+        raise BenchError(
+            f"a rollout of n_steps x n_envs = {rollout:,} env steps is longer than the {s.eval_freq:,} env steps "
+            "between two evaluations"
+        )
+    first = first_update_step(s.algo, cfg.algo_kwargs, cfg.n_envs)
+    if rollout is None and first > s.eval_freq:
+        raise BenchError(
+            f"the first update comes after {first:,} env steps (learning_starts + 2 x train_freq x n_envs), "
+            f"after the first evaluation at {s.eval_freq:,}"
+        )

@@ -108,9 +108,15 @@ class HookCallback(BaseCallback):
 
 
 class JobEvalCallback(EvalCallback):
-    """Evaluates at the first env step at or past each multiple of ``eval_freq`` total env steps (exact when
-    ``n_envs`` divides it), deterministically, syncing VecNormalize statistics first; logs ``eval/*`` at
-    ``step = env steps`` and keeps the last episode returns and lengths.
+    """Evaluates at the first env step at or past each multiple of ``eval_freq`` total env steps,
+    deterministically, syncing VecNormalize statistics first; logs ``eval/*`` at ``step = env steps`` (where
+    the evaluation really happened) and keeps the last episode returns and lengths.
+
+    Off-policy: at the env step itself (exact when ``n_envs`` divides ``eval_freq``). On-policy (a model with a
+    rollout buffer): at rollout boundaries, after the rollout's update (at the start of the next rollout, or at
+    the end of training for the last one), so every evaluation sees a policy trained on all the steps it is
+    logged at, and none comes before the first update. A hook that stops the run at a boundary stops it at the
+    next env step (``n_envs`` steps later).
 
     Args:
         eval_env: the evaluation env.
@@ -132,14 +138,41 @@ class JobEvalCallback(EvalCallback):
         self.last_eval_step = 0
         self.last_rewards: list[float] = []
         self.last_lengths: list[int] = []
+        self._stop_at_next_step = False
 
-    def _on_step(self) -> bool:
+    @property
+    def at_boundaries(self) -> bool:
+        """True for on-policy models (evaluations at rollout boundaries)."""
+        return hasattr(self.model, "rollout_buffer")
+
+    def _due(self) -> bool:
         if self.num_timesteps < self.next_eval:
-            return True
+            return False
         while self.next_eval <= self.num_timesteps:
             self.next_eval += self.eval_freq
+        return True
+
+    def _on_step(self) -> bool:
+        if self._stop_at_next_step:
+            return False
+        if self.at_boundaries or not self._due():
+            return True
         self.evaluate()
         return self._on_event()
+
+    def _boundary(self) -> None:
+        assert self.model is not None
+        self.num_timesteps = self.model.num_timesteps
+        if self.at_boundaries and not self._stop_at_next_step and self._due():
+            self.evaluate()
+            if not self._on_event():
+                self._stop_at_next_step = True
+
+    def _on_rollout_start(self) -> None:
+        self._boundary()
+
+    def _on_training_end(self) -> None:
+        self._boundary()
 
     def evaluate(self) -> tuple[float, float]:
         """Run the evaluation now; returns ``(mean, std)`` of the episode returns."""
