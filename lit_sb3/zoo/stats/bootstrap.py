@@ -1,54 +1,14 @@
-"""Interval estimates for RL benchmarks (Agarwal et al. 2021), as a vectorised stratified bootstrap.
-
-Same definitions as rliable 1.2 (``rliable.metrics`` / ``rliable.library``), computed for all bootstrap
-replications at once:
-
-* **Stratified bootstrap**: within each task, runs are resampled with replacement, independently per task
-  (index arrays ``[reps, n_runs_task]``), in chunks of replications to bound memory. A resample is kept as
-  per-run *counts* (how often each run was drawn), so every metric is a weighted sum over the original runs:
-  mean, optimality gap, score distributions and probability of improvement are matrix products, and the IQM
-  of a resample is exact without sorting it (the sorted original values are weighted by how much of each
-  value's count falls inside the inter-quartile positions).
-* **Scores** per algorithm are given as a runs × tasks matrix, or as a list of 1-D arrays (one per task) when
-  tasks have different numbers of runs. Unequal counts are stratified per task with their own count.
-  Run-level metrics (IQM, optimality gap, score distributions) then pool all runs, each weighing 1 (as
-  rliable does on a full matrix); task-level metrics (mean, median) use per-task means. For a full matrix both
-  readings coincide with rliable.
-* **CIs** are percentile intervals (``np.percentile``, linear), as rliable's default ``method='percentile'``.
-* **Sample-efficiency curves**: one resample of runs per task is applied to every evaluation (a run keeps its
-  whole curve); rliable resamples each evaluation independently; the per-evaluation marginals are identical.
-* **Point estimates** come from ``rliable.metrics`` itself (numpy + scipy only; it does not import arch).
-* **Reference engine**: :func:`reference_intervals` recomputes every interval with ``rliable.library`` (arch's
-  bootstrap, a Python loop: ~20-30x slower); it needs the ``rliable-ref`` extra (``arch<8``, ``pandas<3``) and a
-  full runs x tasks matrix per algorithm.
-"""
+"""The vectorised stratified bootstrap: interval estimates of aggregate metrics, performance profiles,
+probability of improvement and IQM curves, all bootstrap replications at once (see :mod:`lit_sb3.zoo.stats`)."""
 
 from __future__ import annotations
 
 import itertools
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-
-__all__ = [
-    "METRICS",
-    "Interval",
-    "Profile",
-    "Curve",
-    "as_tasks",
-    "iqm",
-    "aggregate_point",
-    "aggregate_intervals",
-    "score_distribution",
-    "performance_profiles",
-    "probability_of_improvement",
-    "improvement_intervals",
-    "iqm_curves",
-    "reference_intervals",
-]
 
 METRICS: tuple[str, ...] = ("median", "iqm", "mean", "optimality_gap")
 _CHUNK_ELEMENTS = 2_000_000  # reps × runs per chunk: bounds memory to a few tens of MB
@@ -394,114 +354,3 @@ def iqm_curves(
         low, high = _percentiles(np.concatenate(boot_parts), confidence)
         out[algo] = Curve(step_arr, point, low, high)
     return out
-
-
-# ---------------------------------------------------------------------------------------------------------
-# the reference computation: rliable.library
-# ---------------------------------------------------------------------------------------------------------
-def _library():  # noqa: ANN202 - the rliable.library module
-    try:
-        from rliable import library
-    except Exception as exc:  # noqa: BLE001 - arch/pandas incompatibility shows as any import error
-        raise ImportError(
-            "the rliable engine needs rliable.library, which imports arch<8 and pandas<3: "
-            f"pip install 'lit_sb3[rliable-ref]' ({type(exc).__name__}: {exc})"
-        ) from exc
-    return library
-
-
-def _matrix(algo: str, scores: ScoreInput) -> NDArray[np.float64]:
-    tasks = as_tasks(scores)
-    sizes = {t.shape[0] for t in tasks}
-    if len(sizes) != 1:
-        raise ValueError(
-            f"{algo}: rliable.library needs the same number of runs on every task, got {[t.shape[0] for t in tasks]}"
-            " (use the default engine, which stratifies unequal counts)"
-        )
-    return np.stack(tasks, axis=1)  # runs × tasks [× evals]
-
-
-def reference_intervals(
-    score_dict: Mapping[str, ScoreInput],
-    *,
-    taus: ArrayLike | None = None,
-    curve_dict: Mapping[str, ScoreInput] | None = None,
-    steps: ArrayLike | None = None,
-    reps: int = 50_000,
-    seed: int = 0,
-    confidence: float = 0.95,
-    gamma: float = 1.0,
-) -> tuple[dict[str, dict[str, Interval]], dict[tuple[str, str], Interval], dict[str, Profile], dict[str, Curve]]:
-    """Every interval of the report recomputed with ``rliable.library`` (the reference computation).
-
-    Same outputs as :func:`aggregate_intervals`, :func:`improvement_intervals` (every pair),
-    :func:`performance_profiles` and :func:`iqm_curves`; point estimates from ``rliable.metrics``.
-
-    Args:
-        score_dict: algorithm -> runs × tasks (every task with the same number of runs).
-        taus: profile thresholds (None: no profiles).
-        curve_dict: algorithm -> runs × tasks × evals, or per-task ``[runs, evals]`` (None: no curves).
-        steps: env steps of the evaluations.
-        reps: bootstrap replications.
-        seed: seed of the ``np.random.RandomState`` given to rliable.
-        confidence: CI coverage.
-        gamma: optimality-gap threshold.
-    """
-    from rliable import metrics
-
-    library = _library()
-    # rliable hands its RandomState to arch as ``random_state``, which arch 7 deprecates (same numbers)
-    warnings.filterwarnings("ignore", message="random_state is deprecated", category=FutureWarning)
-    state = np.random.RandomState(seed)
-    mats = {a: _matrix(a, s) for a, s in score_dict.items()}
-
-    def agg_func(x: NDArray[np.float64]) -> NDArray[np.float64]:
-        return np.array(
-            [
-                metrics.aggregate_median(x),
-                metrics.aggregate_iqm(x),
-                metrics.aggregate_mean(x),
-                metrics.aggregate_optimality_gap(x, gamma),
-            ]
-        )
-
-    kw = {"reps": reps, "confidence_interval_size": confidence, "random_state": state}
-    points, cis = library.get_interval_estimates(mats, agg_func, **kw)
-    agg = {
-        a: {m: Interval(float(points[a][i]), float(cis[a][0, i]), float(cis[a][1, i])) for i, m in enumerate(METRICS)}
-        for a in mats
-    }
-
-    def poi_func(x: NDArray[np.float64], y: NDArray[np.float64]) -> float:
-        # rliable's definition with a numpy kernel instead of scipy's mannwhitneyu per rep (same values)
-        return float(np.mean([_kernel(x[:, t], y[:, t]).mean() for t in range(x.shape[1])]))
-
-    pairs = {f"{x},{y}": [mats[x], mats[y]] for x, y in itertools.combinations(mats, 2)}
-    poi: dict[tuple[str, str], Interval] = {}
-    if pairs:
-        _, pcis = library.get_interval_estimates(pairs, poi_func, **kw)
-        for key, (mx, my) in pairs.items():
-            x, y = key.split(",")
-            low, high = np.ravel(pcis[key])
-            poi[(x, y)] = Interval(float(metrics.probability_of_improvement(mx, my)), float(low), float(high))
-
-    profiles: dict[str, Profile] = {}
-    if taus is not None:
-        tau_arr = np.asarray(taus, dtype=np.float64)
-        # rliable's create_performance_profile with its score-distribution function vectorised over taus
-        prof, pcis = library.get_interval_estimates(
-            mats, lambda s: (s.reshape(-1)[:, None] > tau_arr[None, :]).mean(axis=0), **kw
-        )
-        profiles = {a: Profile(tau_arr, np.asarray(prof[a]), pcis[a][0], pcis[a][1]) for a in mats}
-
-    curves: dict[str, Curve] = {}
-    if curve_dict:
-        step_arr = np.asarray(steps, dtype=np.float64)
-        cmats = {a: _matrix(a, s) for a, s in curve_dict.items()}
-
-        def iqm_func(x: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.array([metrics.aggregate_iqm(x[..., e]) for e in range(x.shape[-1])])
-
-        cpoints, ccis = library.get_interval_estimates(cmats, iqm_func, **kw)
-        curves = {a: Curve(step_arr, np.asarray(cpoints[a]), ccis[a][0], ccis[a][1]) for a in cmats}
-    return agg, poi, profiles, curves
