@@ -519,3 +519,27 @@ def test_on_policy_learn_lockstep(algo: str, same_permutations: None, recorded: 
     keys = (policy_loss, "train/value_loss", "train/entropy_loss")
     exact = ("train/n_updates", "train/learning_rate") + (("train/clip_range",) if algo == "PPO" else ())
     assert_same_records(recorded, exact, means=keys)
+
+
+@pytest.mark.slow
+def test_dqn_zoo_cartpole_whole_run_lockstep(same_replay_indices: None) -> None:
+    """Issue 18's question, mechanically: DQN at the RL Zoo's exact CartPole-v1 settings for the zoo's whole
+    budget (50,000 steps, rounded up to SB3's 196 collections of 256 = 50,176 steps; 24,704 updates) is the same
+    run in both libraries: every transition, the final Q-network and target, Adam's state and the final greedy
+    evaluation."""
+    from lit_sb3.zoo.config import resolve
+
+    kwargs = resolve("dqn", "CartPole-v1").algo_kwargs
+    assert kwargs["train_freq"] == 256 and kwargs["gradient_steps"] == 128 and kwargs["target_update_interval"] == 10
+    sb3_model, lit_model, _, _ = _run_pair("DQN", "CartPole-v1", 50_176, kwargs)
+    assert lit_model._n_updates == sb3_model._n_updates == 24_704
+    assert_same_replay(sb3_model.replay_buffer, lit_model.replay_buffer)
+    assert_same_state(sb3_model.policy, lit_model.policy)
+    assert_same_optimizer(sb3_model.policy.optimizer, lit_model.policy.optimizer, sb3_model.policy, lit_model.policy)
+    from stable_baselines3.common.evaluation import evaluate_policy as sb3_evaluate
+
+    from lit_sb3.core.evaluation import evaluate_policy as lit_evaluate
+
+    sb3_score = sb3_evaluate(sb3_model, sb3_make_vec_env("CartPole-v1", seed=SEED + 10_000), n_eval_episodes=10)
+    lit_score = lit_evaluate(lit_model, lit_make_vec_env("CartPole-v1", seed=SEED + 10_000), n_eval_episodes=10)
+    assert float(lit_score[0]) == float(sb3_score[0])
