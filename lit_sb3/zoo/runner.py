@@ -337,6 +337,7 @@ def _callbacks(spec: JobSpec, eval_env: Any, hooks: Sequence[EvaluationHook],
             rewards, lengths = evaluate_policy(
                 self.model, self.eval_env, n_eval_episodes=self.n_eval_episodes, deterministic=True,
                 return_episode_rewards=True, warn=False,
+                use_masking=bool(getattr(self.model, "supports_action_masks", False)),
             )  # fmt: skip
             self.last_rewards, self.last_lengths = list(rewards), list(lengths)  # type: ignore[arg-type]
             mean, std = float(np.mean(rewards)), float(np.std(rewards))
