@@ -127,6 +127,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def _setup_model(self) -> None:
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
+        # the policy first (building the buffer draws no random numbers): a recurrent buffer's shape needs its LSTM
+        self.policy = self._make_policy().to(self.device)
         buffer_class = self.rollout_buffer_class
         if buffer_class is None:
             buffer_class = self._default_rollout_buffer_class()
@@ -138,13 +140,16 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             gamma=self.gamma,
             gae_lambda=self.gae_lambda,
             n_envs=self.n_envs,
-            **self.rollout_buffer_kwargs,
+            **self._rollout_buffer_build_kwargs(),
         )
-        self.policy = self._make_policy().to(self.device)
 
     def _default_rollout_buffer_class(self) -> type[RolloutBuffer]:
         """Hook: the rollout buffer class when ``rollout_buffer_class`` is None (Dict or plain)."""
         return DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
+
+    def _rollout_buffer_build_kwargs(self) -> dict[str, Any]:
+        """Hook: more keyword arguments of the rollout buffer (default: ``rollout_buffer_kwargs``)."""
+        return self.rollout_buffer_kwargs
 
     def _make_policy(self) -> ActorCriticPolicy:
         """Hook: build the policy (on the CPU; ``_setup_model`` moves it to the device)."""

@@ -72,7 +72,7 @@ class MaskablePPO(PPO):
         spaces.MultiBinary,
     )
     default_run_name: ClassVar[str] = "MaskablePPO"
-    search_space: ClassVar[str | None] = "ppo_mask"
+    search_space: ClassVar[str | None] = "ppo"  # the zoo tunes MaskablePPO with PPO's sampler
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MaskableActorCriticPolicy,
         "CnnPolicy": MaskableActorCriticCnnPolicy,

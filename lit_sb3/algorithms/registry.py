@@ -25,6 +25,7 @@ ALGORITHMS: dict[str, str] = {
     "ddpg": "lit_sb3.algorithms.ddpg:DDPG",
     "dqn": "lit_sb3.algorithms.dqn:DQN",
     "ppo_mask": "lit_sb3.algorithms.ppo_mask:MaskablePPO",
+    "ppo_lstm": "lit_sb3.algorithms.ppo_recurrent:RecurrentPPO",
 }
 
 
