@@ -225,3 +225,42 @@ def test_recurrent_ppo_solves_cartpole_without_velocities_slow(seed):
     recurrent, plain = _novel_scores(100_000, seed=seed)
     assert recurrent >= 400, recurrent
     assert plain < 150, plain
+
+
+@pytest.mark.parametrize(
+    "options",
+    [dict(enable_critic_lstm=True), dict(shared_lstm=True, enable_critic_lstm=False), dict(enable_critic_lstm=False)],
+    ids=["critic-lstm", "shared-lstm", "no-critic-lstm"],
+)
+def test_policy_outputs_equal_sb3_contrib_with_the_same_weights(options):
+    contrib = pytest.importorskip("sb3_contrib.common.recurrent.policies")
+    from sb3_contrib.common.recurrent.type_aliases import RNNStates as TheirStates
+
+    from lit_sb3.policies.recurrent import RecurrentActorCriticPolicy
+
+    kwargs = dict(ortho_init=False, activation_fn=th.nn.ReLU, lstm_hidden_size=8, net_arch=dict(pi=[16], vf=[16]))
+    obs_space, action_space = spaces.Box(-1, 1, (4,)), spaces.Discrete(3)
+    theirs = contrib.RecurrentActorCriticPolicy(obs_space, action_space, lambda _: 1e-3, **kwargs, **options)
+    ours = RecurrentActorCriticPolicy(obs_space, action_space, lambda _: 1e-3, **kwargs, **options)
+    ours.load_state_dict(theirs.state_dict())  # same parameter names
+    gen = th.Generator().manual_seed(0)
+    n_seq, length = 3, 5
+    obs = th.randn(n_seq * length, 4, generator=gen)
+    starts = th.zeros(n_seq * length)
+    starts[[0, 7, 10]] = 1.0  # episode starts at a sequence start and in the middle of one
+    pi = (th.randn(1, n_seq, 8, generator=gen), th.randn(1, n_seq, 8, generator=gen))
+    vf = (th.randn(1, n_seq, 8, generator=gen), th.randn(1, n_seq, 8, generator=gen))
+    actions = th.randint(0, 3, (n_seq * length,), generator=gen)
+    for a, b in zip(
+        ours.evaluate_actions(obs, actions, RNNStates(pi, vf), starts),
+        theirs.evaluate_actions(obs, actions, TheirStates(pi, vf), starts),
+        strict=True,
+    ):
+        th.testing.assert_close(a, b)
+    a = ours.forward(obs[:n_seq], RNNStates(pi, vf), starts[:n_seq], deterministic=True)
+    b = theirs.forward(obs[:n_seq], TheirStates(pi, vf), starts[:n_seq], deterministic=True)
+    for x, y in zip((*a[:3], *a[3].pi, *a[3].vf), (*b[:3], *b[3].pi, *b[3].vf), strict=True):
+        th.testing.assert_close(x, y)
+    th.testing.assert_close(
+        ours.predict_values(obs[:3], vf, starts[:3]), theirs.predict_values(obs[:3], vf, starts[:3])
+    )
