@@ -19,13 +19,13 @@ th.set_num_threads(1)
 SMALL = dict(lstm_hidden_size=16, net_arch=[16])
 
 
-def _fill(buffers, rng, n_steps, n_envs, obs_space, layers, hidden):
+def _fill(buffers, rng, n_steps, n_envs, obs_space, layers, hidden, n_actions=3):
     for _ in range(n_steps):
         if isinstance(obs_space, spaces.Dict):
             obs = {k: rng.normal(size=(n_envs, *s.shape)).astype(np.float32) for k, s in obs_space.spaces.items()}
         else:
             obs = rng.normal(size=(n_envs, *obs_space.shape)).astype(np.float32)
-        action = rng.integers(3, size=(n_envs, 1))
+        action = rng.integers(n_actions, size=(n_envs, 1))
         reward = rng.normal(size=n_envs).astype(np.float32)
         start = (rng.random(n_envs) < 0.15).astype(np.float32)
         value = th.as_tensor(rng.normal(size=(n_envs, 1)), dtype=th.float32)
@@ -267,3 +267,37 @@ def test_policy_outputs_equal_sb3_contrib_with_the_same_weights(options):
     th.testing.assert_close(
         ours.predict_values(obs[:3], vf, starts[:3]), theirs.predict_values(obs[:3], vf, starts[:3])
     )
+
+
+def test_one_update_equals_sb3_contrib_on_the_same_rollout_and_weights():
+    """Collection aside, RecurrentPPO's whole update (sequence minibatches, LSTM re-runs, PPO losses over the real
+    steps, clipping, Adam) is sb3-contrib's: same weights, optimizer state, rollout and numpy seed -> same weights."""
+    import copy
+
+    contrib = pytest.importorskip("sb3_contrib")
+    from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+
+    kwargs = dict(
+        n_steps=16, batch_size=24, n_epochs=3, learning_rate=1e-3, policy_kwargs=dict(SMALL, ortho_init=False)
+    )
+    theirs = contrib.RecurrentPPO(
+        "MlpLstmPolicy", sb3_make_vec_env("CartPoleNoVel-v1", n_envs=3, seed=0), seed=0, **kwargs
+    )
+    theirs.learn(48)
+    ours = RecurrentPPO("MlpLstmPolicy", seed=0, **kwargs)
+    ours.learn(48, env=make_vec_env("CartPoleNoVel-v1", n_envs=3, seed=0))
+    theirs.rollout_buffer.reset()
+    ours.rollout_buffer.reset()
+    _fill(
+        [theirs.rollout_buffer, ours.rollout_buffer], np.random.default_rng(0), 16, 3, spaces.Box(-1, 1, (4,)), 1, 16, 2
+    )
+    ours.policy.load_state_dict(theirs.policy.state_dict())
+    ours.policy.optimizer.load_state_dict(copy.deepcopy(theirs.policy.optimizer.state_dict()))
+    np.random.seed(1)
+    theirs.train()
+    np.random.seed(1)
+    ours.train()
+    for key, value in theirs.policy.state_dict().items():
+        th.testing.assert_close(ours.policy.state_dict()[key], value, rtol=1e-5, atol=1e-6, msg=key)
+    for key in ("train/value_loss", "train/policy_gradient_loss", "train/entropy_loss", "train/clip_fraction"):
+        assert float(ours._log_buffer[key][0]) == pytest.approx(theirs.logger.name_to_value[key], rel=1e-5), key
