@@ -607,6 +607,9 @@ class RLTrainer(L.Trainer):
             return resolved_model.predict(
                 observation, state=state, episode_start=episode_start, deterministic=deterministic
             )
+        from lit_sb3.core.masking import check_masking_model
+
+        check_masking_model(resolved_model)
         predict_fn = cast(Any, resolved_model.predict)
         return predict_fn(
             observation,

@@ -127,9 +127,11 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     def _setup_model(self) -> None:
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
+        # the policy first (building the buffer draws no random numbers): a recurrent buffer's shape needs its LSTM
+        self.policy = self._make_policy().to(self.device)
         buffer_class = self.rollout_buffer_class
         if buffer_class is None:
-            buffer_class = DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
+            buffer_class = self._default_rollout_buffer_class()
         self.rollout_buffer = buffer_class(
             self.n_steps,
             self.observation_space,
@@ -138,11 +140,22 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             gamma=self.gamma,
             gae_lambda=self.gae_lambda,
             n_envs=self.n_envs,
-            **self.rollout_buffer_kwargs,
+            **self._rollout_buffer_build_kwargs(),
         )
-        self.policy = self.policy_class(
+
+    def _default_rollout_buffer_class(self) -> type[RolloutBuffer]:
+        """Hook: the rollout buffer class when ``rollout_buffer_class`` is None (Dict or plain)."""
+        return DictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RolloutBuffer
+
+    def _rollout_buffer_build_kwargs(self) -> dict[str, Any]:
+        """Hook: more keyword arguments of the rollout buffer (default: ``rollout_buffer_kwargs``)."""
+        return self.rollout_buffer_kwargs
+
+    def _make_policy(self) -> ActorCriticPolicy:
+        """Hook: build the policy (on the CPU; ``_setup_model`` moves it to the device)."""
+        return self.policy_class(
             self.observation_space, self.action_space, self.lr_schedule, use_sde=self.use_sde, **self.policy_kwargs
-        ).to(self.device)
+        )
 
     def _on_device_ready(self) -> None:
         self.rollout_buffer.device = self.device
@@ -195,7 +208,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 self.policy.reset_noise(env.num_envs)
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, device)
-                actions, values, log_probs = self.policy(obs_tensor)
+                actions, values, log_probs, add_kwargs = self._rollout_policy_step(env, obs_tensor)
             if values.dtype != th.float32:  # bf16 autocast or 64-true: the buffers hold float32
                 actions = actions.float() if actions.is_floating_point() else actions
                 values, log_probs = values.float(), log_probs.float()
@@ -224,17 +237,41 @@ class OnPolicyAlgorithm(BaseAlgorithm):
                 ):
                     terminal_obs = self.policy.obs_to_tensor(infos[idx]["terminal_observation"])[0]
                     with th.no_grad():
-                        terminal_value = self.policy.predict_values(terminal_obs)[0]
+                        terminal_value = self._terminal_value(terminal_obs, idx)
                     rewards[idx] += self.gamma * float(terminal_value)
-            rollout_buffer.add(self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs)
+            rollout_buffer.add(
+                self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs, **add_kwargs
+            )
             self._last_obs = new_obs
             self._last_episode_starts = dones
         with th.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(new_obs, device)).float()
+            values = self._last_values(obs_as_tensor(new_obs, device), dones).float()
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _rollout_policy_step(
+        self, env: VecEnv, obs_tensor: th.Tensor | dict[str, th.Tensor]
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor, dict[str, Any]]:
+        """Hook: actions, values and log-probabilities for the current observations, and the extra keyword
+        arguments of ``rollout_buffer.add`` for this step (MaskablePPO: the action masks; RecurrentPPO: the LSTM
+        states before the step). Called under ``no_grad``.
+
+        Args:
+            env: the training VecEnv (before its step).
+            obs_tensor: the current observations as tensors.
+        """
+        actions, values, log_probs = self.policy(obs_tensor)
+        return actions, values, log_probs, {}
+
+    def _terminal_value(self, terminal_obs: th.Tensor | dict[str, th.Tensor], env_idx: int) -> th.Tensor:
+        """Hook: value of the terminal observation of env ``env_idx`` (time-out bootstrap), under ``no_grad``."""
+        return self.policy.predict_values(terminal_obs)[0]
+
+    def _last_values(self, obs_tensor: th.Tensor | dict[str, th.Tensor], dones: np.ndarray) -> th.Tensor:
+        """Hook: values of the observations after the rollout's last step, under ``no_grad``."""
+        return self.policy.predict_values(obs_tensor)
 
     # ------------------------------------------------------------------
     # Lightning loop

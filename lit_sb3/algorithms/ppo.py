@@ -152,6 +152,21 @@ class PPO(OnPolicyAlgorithm):
                 raise ValueError("`clip_range_vf` must be positive, pass `None` to deactivate value function clipping")
             self.clip_range_vf_schedule = get_schedule_fn(self.clip_range_vf)
 
+    def _evaluate_minibatch(self, rollout_data: Any, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, Any, Any]:
+        """Values, log-probabilities and entropy of a minibatch's actions under the current policy, and the
+        minibatch the losses average over.
+
+        PPO returns its minibatch as it is; MaskablePPO passes the stored action masks, RecurrentPPO runs the LSTMs
+        over padded sequences and returns only the valid (unpadded) steps, so that the losses below are its masked
+        means.
+
+        Args:
+            rollout_data: a minibatch from the rollout buffer.
+            actions: its actions (long and flat for Discrete spaces).
+        """
+        values, log_prob, entropy = self.policy.evaluate_actions(rollout_data.observations, actions)
+        return values, log_prob, entropy, rollout_data
+
     def train(self, mode: bool | None = None) -> Any:
         """PPO update: ``n_epochs`` passes of clipped-surrogate minibatch steps over the rollout.
 
@@ -179,7 +194,7 @@ class PPO(OnPolicyAlgorithm):
                 actions = rollout_data.actions
                 if isinstance(self.action_space, spaces.Discrete):
                     actions = rollout_data.actions.long().flatten()
-                values, log_prob, entropy = self.policy.evaluate_actions(rollout_data.observations, actions)
+                values, log_prob, entropy, rollout_data = self._evaluate_minibatch(rollout_data, actions)
                 values = values.flatten()
 
                 advantages = rollout_data.advantages

@@ -27,6 +27,8 @@ ALGORITHMS: dict[str, str] = {
     "ddpg": "lit_sb3.algorithms.ddpg:DDPG",
     "dqn": "lit_sb3.algorithms.dqn:DQN",
     "qrdqn": "lit_sb3.algorithms.qrdqn:QRDQN",
+    "ppo_mask": "lit_sb3.algorithms.ppo_mask:MaskablePPO",
+    "ppo_lstm": "lit_sb3.algorithms.ppo_recurrent:RecurrentPPO",
 }
 
 

@@ -117,6 +117,7 @@ class EvalCallback(EventCallback):
             return_episode_rewards=True,
             warn=self.warn,
             callback=self._log_success_callback,
+            use_masking=bool(getattr(self.model, "supports_action_masks", False)),
         )
         assert isinstance(episode_rewards, list) and isinstance(episode_lengths, list)
         if self.log_path is not None:

@@ -9,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from lit_sb3.core.masking import check_masking_model, get_action_masks, is_masking_supported
 from lit_sb3.core.monitor import Monitor
 from lit_sb3.core.types import PolicyPredictor
 from lit_sb3.vec_env.base_vec_env import VecEnv
@@ -75,6 +76,11 @@ def evaluate_policy(
             stacklevel=2,
         )
 
+    if use_masking:
+        check_masking_model(model)
+        if not is_masking_supported(env):
+            get_action_masks(env)  # raises the one-line error naming the env
+
     n_envs = env.num_envs
     episode_rewards: list[float] = []
     episode_lengths: list[int] = []
@@ -87,7 +93,7 @@ def evaluate_policy(
     episode_starts = np.ones((env.num_envs,), dtype=bool)
     while (episode_counts < episode_count_targets).any():
         if use_masking:
-            action_masks = np.stack(env.env_method("action_masks"))
+            action_masks = get_action_masks(env)
             actions, states = model.predict(  # type: ignore[call-arg]
                 observations,
                 state=states,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 
-from lit_sb3.policies import base, dqn, sac, td3
+from lit_sb3.policies import base, dqn, maskable, recurrent, sac, td3
 from lit_sb3.policies.torch_layers import BaseFeaturesExtractor, CombinedExtractor, FlattenExtractor, NatureCNN
 from lit_sb3.utils.serialization import CLASS_WHITELIST, class_to_path, path_to_class, register_class
 
@@ -49,6 +49,13 @@ for _cls in (  # the policies and torch layers (activations and optimizers are r
     sac.SACPolicy, sac.CnnPolicy, sac.MultiInputPolicy,
     td3.TD3Policy, td3.CnnPolicy, td3.MultiInputPolicy,
     dqn.DQNPolicy, dqn.CnnPolicy, dqn.MultiInputPolicy,
+):  # fmt: skip
+    register_class(_cls)
+for _cls in (  # MaskablePPO
+    maskable.MaskableActorCriticPolicy, maskable.MaskableActorCriticCnnPolicy,
+    maskable.MaskableMultiInputActorCriticPolicy,
+    recurrent.RecurrentActorCriticPolicy, recurrent.RecurrentActorCriticCnnPolicy,  # RecurrentPPO
+    recurrent.RecurrentMultiInputActorCriticPolicy,
 ):  # fmt: skip
     register_class(_cls)
 del _cls

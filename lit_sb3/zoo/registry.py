@@ -174,4 +174,23 @@ def check_pair(algo: str, env_id: str) -> str | None:
             names = " or ".join(c.__name__ for c in allowed)
             article = "an" if names[0] in "AEIOU" else "a"
             return f"{key} needs {article} {names} {kind} space; {env_id} has {space}"
+    if getattr(get_algo_class(key), "supports_action_masks", False) and not env_has_action_masks(env_id):
+        return f"{key} needs an env with an action_masks() method; {env_id} has none"
     return None
+
+
+@functools.cache
+def env_has_action_masks(env_id: str) -> bool:
+    """Whether ``env_id``'s env (through its wrappers) has an ``action_masks()`` method (MaskablePPO's envs).
+
+    Args:
+        env_id: gymnasium env id.
+    """
+    from lit_sb3.core.masking import is_masking_supported
+
+    env_spaces(env_id)  # the one-line errors of an unknown or broken env
+    env = gym.make(env_id)
+    try:
+        return is_masking_supported(env)
+    finally:
+        env.close()

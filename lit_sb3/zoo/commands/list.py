@@ -99,9 +99,9 @@ def run(args: argparse.Namespace) -> int:
         entries[algo] = load_zoo_file(path) if path.exists() else None
 
     table = Table(title="Configured pairs", show_lines=False)
-    table.add_column("env")
+    table.add_column("env", no_wrap=True, min_width=max((len(e) for e in envs), default=3))
     for algo in algos:
-        table.add_column(algo, justify="center")
+        table.add_column(algo, justify="center", no_wrap=True, min_width=len(algo))
     problems: list[str] = []
     for env_id in envs:
         cells = []

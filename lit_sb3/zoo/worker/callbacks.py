@@ -189,6 +189,7 @@ class JobEvalCallback(EvalCallback):
             deterministic=True,
             return_episode_rewards=True,
             warn=False,
+            use_masking=bool(getattr(self.model, "supports_action_masks", False)),
         )
         self.last_rewards, self.last_lengths = list(rewards), list(lengths)  # type: ignore[arg-type]
         mean, std = float(np.mean(rewards)), float(np.std(rewards))

@@ -1,0 +1,228 @@
+"""RecurrentPPO: PPO with LSTM policies (partially observed envs), sb3-contrib's ``RecurrentPPO`` as a
+LightningModule.
+
+What differs from :class:`~lit_sb3.algorithms.ppo.PPO`, top to bottom:
+
+1. collection: the policy carries the LSTM states of the training envs from step to step (reset where an episode
+   starts); the states before each step are stored in the rollout buffer; the time-out bootstrap and the last
+   values use the critic's current states;
+2. update: minibatches are sequences cut at episode starts and env changes, padded to the same length
+   (:class:`~lit_sb3.buffers.recurrent.RecurrentRolloutBuffer`); the LSTMs re-run over each sequence from its stored
+   initial state; PPO's clipped-surrogate losses (:meth:`PPO.train`, unchanged) are averaged over the real
+   (unpadded) steps only;
+3. inference: ``predict(obs, state, episode_start)`` returns the new state; ``evaluate_policy`` and
+   ``RLTrainer.predict/validate/test`` carry it across steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+
+from lit_sb3.algorithms.ppo import PPO
+from lit_sb3.buffers.recurrent import RecurrentDictRolloutBuffer, RecurrentRolloutBuffer
+from lit_sb3.buffers.rollout import RolloutBuffer
+from lit_sb3.core.types import Schedule
+from lit_sb3.policies.base import BasePolicy
+from lit_sb3.policies.recurrent import (
+    RecurrentActorCriticCnnPolicy,
+    RecurrentActorCriticPolicy,
+    RecurrentMultiInputActorCriticPolicy,
+    RNNStates,
+)
+from lit_sb3.vec_env import VecEnv
+
+__all__ = ["RecurrentPPO"]
+
+
+class RecurrentPPO(PPO):
+    """PPO (clip) with recurrent (LSTM) policies, with sb3-contrib 2.9 arguments and defaults.
+
+    Args:
+        policy: ``"MlpLstmPolicy"``, ``"CnnLstmPolicy"``, ``"MultiInputLstmPolicy"`` or a recurrent policy class.
+        learning_rate: learning rate, constant or a schedule of ``progress_remaining``.
+        n_steps: steps per env per update.
+        batch_size: transitions per minibatch (before padding into sequences).
+        n_epochs: passes over the rollout per update.
+        gamma: discount factor.
+        gae_lambda: GAE bias/variance trade-off.
+        clip_range: clipping parameter (constant or schedule).
+        clip_range_vf: value clipping parameter (None: none).
+        normalize_advantage: normalise advantages per minibatch (over its real steps).
+        ent_coef: entropy coefficient.
+        vf_coef: value loss coefficient.
+        max_grad_norm: gradient clipping norm.
+        use_sde: gSDE exploration.
+        sde_sample_freq: gSDE noise resampling frequency.
+        target_kl: stop the epochs early when the approximate KL exceeds ``1.5 * target_kl``.
+        stats_window_size: episodes averaged for logging.
+        tensorboard_log: accepted for SB3 compatibility.
+        policy_kwargs: policy arguments (``lstm_hidden_size``, ``n_lstm_layers``, ``shared_lstm``,
+            ``enable_critic_lstm``, ``lstm_kwargs``, ...).
+        verbose: verbosity level.
+        seed: random seed.
+        device: torch device.
+    """
+
+    zoo_name: ClassVar[str] = "ppo_lstm"
+    default_run_name: ClassVar[str] = "RecurrentPPO"
+    search_space: ClassVar[str | None] = "ppo"  # the zoo's ppo_lstm sampler is PPO's (its LSTM part is disabled)
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpLstmPolicy": RecurrentActorCriticPolicy,
+        "CnnLstmPolicy": RecurrentActorCriticCnnPolicy,
+        "MultiInputLstmPolicy": RecurrentMultiInputActorCriticPolicy,
+        # the RL Zoo's published ppo_lstm.yml gives `default: policy: 'MlpPolicy'` (sb3-contrib has no such alias and
+        # fails on every env without an entry); here the plain names mean the LSTM policies
+        "MlpPolicy": RecurrentActorCriticPolicy,
+        "CnnPolicy": RecurrentActorCriticCnnPolicy,
+        "MultiInputPolicy": RecurrentMultiInputActorCriticPolicy,
+    }
+    policy: RecurrentActorCriticPolicy
+
+    def __init__(
+        self,
+        policy: str | type[RecurrentActorCriticPolicy],
+        learning_rate: float | Schedule = 3e-4,
+        n_steps: int = 128,
+        batch_size: int = 128,
+        n_epochs: int = 10,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        clip_range: float | Schedule = 0.2,
+        clip_range_vf: None | float | Schedule = None,
+        normalize_advantage: bool = True,
+        ent_coef: float = 0.0,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        target_kl: float | None = None,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            batch_size=batch_size,
+            n_epochs=n_epochs,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            clip_range=clip_range,
+            clip_range_vf=clip_range_vf,
+            normalize_advantage=normalize_advantage,
+            ent_coef=ent_coef,
+            vf_coef=vf_coef,
+            max_grad_norm=max_grad_norm,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            target_kl=target_kl,
+            stats_window_size=stats_window_size,
+            tensorboard_log=tensorboard_log,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            seed=seed,
+            device=device,
+        )
+        self._last_lstm_states: RNNStates | None = None
+
+    # ------------------------------------------------------------------
+    # Set-up: recurrent policy, buffer and the training envs' LSTM states
+    # ------------------------------------------------------------------
+
+    def _default_rollout_buffer_class(self) -> type[RolloutBuffer]:
+        return RecurrentDictRolloutBuffer if isinstance(self.observation_space, spaces.Dict) else RecurrentRolloutBuffer
+
+    def _make_policy(self) -> RecurrentActorCriticPolicy:
+        policy = super()._make_policy()
+        if not isinstance(policy, RecurrentActorCriticPolicy):
+            raise ValueError(f"RecurrentPPO needs a RecurrentActorCriticPolicy, got {type(policy).__name__}")
+        return policy
+
+    def _rollout_buffer_build_kwargs(self) -> dict[str, Any]:
+        lstm = self.policy.lstm_actor
+        return {"hidden_state_shape": (self.n_steps, lstm.num_layers, self.n_envs, lstm.hidden_size)}
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        lstm = self.policy.lstm_actor
+        shape = (lstm.num_layers, self.n_envs, lstm.hidden_size)
+        self._last_lstm_states = RNNStates(
+            (th.zeros(shape, device=self.device), th.zeros(shape, device=self.device)),
+            (th.zeros(shape, device=self.device), th.zeros(shape, device=self.device)),
+        )
+
+    def _on_device_ready(self) -> None:
+        super()._on_device_ready()
+        if self._last_lstm_states is not None:
+            self._last_lstm_states = RNNStates(
+                tuple(s.to(self.device) for s in self._last_lstm_states.pi),
+                tuple(s.to(self.device) for s in self._last_lstm_states.vf),
+            )
+
+    # ------------------------------------------------------------------
+    # 1. collection: carry the LSTM states, store those before each step
+    # ------------------------------------------------------------------
+
+    def _rollout_policy_step(
+        self, env: VecEnv, obs_tensor: th.Tensor | dict[str, th.Tensor]
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor, dict[str, Any]]:
+        assert self._last_lstm_states is not None
+        before = self._last_lstm_states
+        episode_starts = th.as_tensor(self._last_episode_starts, dtype=th.float32, device=self.device)
+        actions, values, log_probs, self._last_lstm_states = self.policy(obs_tensor, before, episode_starts)
+        return actions, values, log_probs, {"lstm_states": before}
+
+    def _terminal_value(self, terminal_obs: th.Tensor | dict[str, th.Tensor], env_idx: int) -> th.Tensor:
+        assert self._last_lstm_states is not None
+        h, c = self._last_lstm_states.vf
+        states = (h[:, env_idx : env_idx + 1].contiguous(), c[:, env_idx : env_idx + 1].contiguous())
+        return self.policy.predict_values(terminal_obs, states, th.zeros(1, device=self.device))[0]
+
+    def _last_values(self, obs_tensor: th.Tensor | dict[str, th.Tensor], dones: np.ndarray) -> th.Tensor:
+        assert self._last_lstm_states is not None
+        episode_starts = th.as_tensor(dones, dtype=th.float32, device=self.device)
+        return self.policy.predict_values(obs_tensor, self._last_lstm_states.vf, episode_starts)
+
+    # ------------------------------------------------------------------
+    # 2. update: PPO's losses over the real steps of padded sequences
+    # ------------------------------------------------------------------
+
+    def _evaluate_minibatch(self, rollout_data: Any, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, Any, Any]:
+        values, log_prob, entropy = self.policy.evaluate_actions(
+            rollout_data.observations, actions, rollout_data.lstm_states, rollout_data.episode_starts
+        )
+        real = rollout_data.mask > 1e-8
+        # PPO's means over these steps are sb3-contrib's masked means (th.mean(x[mask]))
+        real_steps = rollout_data._replace(
+            advantages=rollout_data.advantages[real],
+            old_log_prob=rollout_data.old_log_prob[real],
+            old_values=rollout_data.old_values[real],
+            returns=rollout_data.returns[real],
+        )
+        return values.flatten()[real], log_prob[real], None if entropy is None else entropy[real], real_steps
+
+    # ------------------------------------------------------------------
+    # Checkpoints: the training envs' LSTM states resume too
+    # ------------------------------------------------------------------
+
+    def _extra_checkpoint_state(self) -> dict[str, Any]:
+        state = super()._extra_checkpoint_state()
+        if self._last_lstm_states is not None:
+            pi, vf = self._last_lstm_states
+            state["lstm_states"] = [t.detach().cpu().clone() for t in (*pi, *vf)]
+        return state
+
+    def _load_extra_checkpoint_state(self, state: dict[str, Any]) -> None:
+        super()._load_extra_checkpoint_state(state)
+        saved = state.get("lstm_states")
+        if saved is not None:
+            h_pi, c_pi, h_vf, c_vf = (th.as_tensor(t, device=self.device) for t in saved)
+            self._last_lstm_states = RNNStates((h_pi, c_pi), (h_vf, c_vf))
