@@ -24,6 +24,7 @@ ALGORITHMS: dict[str, str] = {
     "td3": "lit_sb3.algorithms.td3:TD3",
     "ddpg": "lit_sb3.algorithms.ddpg:DDPG",
     "dqn": "lit_sb3.algorithms.dqn:DQN",
+    "trpo": "lit_sb3.algorithms.trpo:TRPO",
 }
 
 
