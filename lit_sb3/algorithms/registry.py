@@ -25,6 +25,7 @@ ALGORITHMS: dict[str, str] = {
     "ddpg": "lit_sb3.algorithms.ddpg:DDPG",
     "dqn": "lit_sb3.algorithms.dqn:DQN",
     "trpo": "lit_sb3.algorithms.trpo:TRPO",
+    "ars": "lit_sb3.algorithms.ars:ARS",
 }
 
 
