@@ -63,3 +63,21 @@ def test_zoo_search_spaces_resolve(algo: str, env_id: str) -> None:
             assert "net_arch" in cfg.algo_kwargs["policy_kwargs"]
         else:
             assert 1 <= cfg.algo_kwargs["n_top"] <= cfg.algo_kwargs["n_delta"]
+
+
+@pytest.mark.parametrize(
+    "algo,override,message",
+    [
+        ("ars", {"n_delta": "0"}, "n_delta: bad value 0: must be >= 1"),
+        ("ars", {"delta_std": "-1"}, "delta_std: bad value -1: must be > 0"),
+        ("trpo", {"line_search_shrinking_factor": "0"}, "line_search_shrinking_factor: bad value 0: must be in (0, 1]"),
+        ("trpo", {"cg_max_steps": "abc"}, "cg_max_steps: bad value 'abc': expected int >= 0"),
+    ],
+)
+def test_bad_hyperparameters_fail_at_resolution(algo: str, override: dict, message: str) -> None:
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.errors import BenchError
+
+    with pytest.raises(BenchError) as err:
+        resolve(algo, "Pendulum-v1", overrides=override)
+    assert message in str(err.value)

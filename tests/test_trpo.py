@@ -144,7 +144,7 @@ def test_conjugate_gradient_solves_a_linear_system():
 
 
 def test_bad_arguments_fail_with_one_line():
-    with pytest.raises(ValueError, match="line_search_shrinking_factor must be in \\(0, 1\\)"):
+    with pytest.raises(ValueError, match="line_search_shrinking_factor must be in \\(0, 1\\]"):
         TRPO("MlpPolicy", line_search_shrinking_factor=1.5)
     with pytest.raises(ValueError, match="target_kl must be > 0"):
         TRPO("MlpPolicy", target_kl=0)

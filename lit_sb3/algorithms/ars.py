@@ -28,6 +28,7 @@ import torch as th
 from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
+from lit_sb3.algorithms.on_policy import obs_as_tensor
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import Schedule
@@ -262,7 +263,7 @@ class ARS(BaseAlgorithm):
         while (slot >= 0).any():
             if (slot < 0).any():  # an idle slot steps mid-episode: the next iteration starts from a reset
                 self._needs_reset = True
-            obs_tensor, _ = self.policy.obs_to_tensor(obs)
+            obs_tensor = obs_as_tensor(obs, self.device)  # a batch of n_envs: no shape checks per step
             actions = self.policy.population_forward(obs_tensor, slot_weights).cpu().numpy()
             if is_box:
                 actions = self.policy.unscale_action(actions) if squash else np.clip(actions, low, high)

@@ -192,8 +192,8 @@ class TRPO(OnPolicyAlgorithm):
             "cg_damping": (cg_damping, cg_damping >= 0, ">= 0"),
             "line_search_shrinking_factor": (
                 line_search_shrinking_factor,
-                0 < line_search_shrinking_factor < 1,
-                "in (0, 1)",
+                0 < line_search_shrinking_factor <= 1,
+                "in (0, 1]",
             ),
             "line_search_max_iter": (line_search_max_iter, line_search_max_iter >= 1, ">= 1"),
             "n_critic_updates": (n_critic_updates, n_critic_updates >= 0, ">= 0"),
