@@ -8,8 +8,9 @@ Two parts:
   seed, side by side, with means; these are the thresholds of the learning tests.
 
 Settings: TRPO CartPole-v1 and Pendulum-v1 (zoo ``trpo.yml``), ARS Pendulum-v1 (zoo ``ars.yml``: MlpPolicy [16],
-n_delta 4, n_top 1, VecNormalize(norm_obs) — ``--ars-envs`` sets lit_sb3's env count: 1 is sb3-contrib's setting;
-2 * n_delta evaluates the whole population at once, the vectorised path).
+n_delta 4, n_top 1, VecNormalize(norm_obs)) and Swimmer-v5 (the zoo's Swimmer-v4 entry: LinearPolicy, n_delta 1,
+delta_std 0.01). ``--ars-envs`` sets lit_sb3's env count for ARS: 1 is sb3-contrib's setting; 2 * n_delta evaluates
+the whole population at once (the vectorised path).
 
 Run (nice'd, 1 torch thread per process)::
 
@@ -73,6 +74,16 @@ CASES: dict[str, dict[str, Any]] = {
         speed_steps=16_000,
         learn_steps=100_000,
     ),  # fmt: skip
+    "ars-swimmer": dict(
+        algo="ARS",
+        env="Swimmer-v5",
+        n_envs=1,
+        normalize=False,
+        kwargs=dict(learning_rate=0.02, n_delta=1, n_top=1, delta_std=0.01, alive_bonus_offset=0),
+        speed_steps=20_000,
+        learn_steps=100_000,
+        policy="LinearPolicy",
+    ),
 }
 
 
@@ -84,7 +95,9 @@ def _contrib(case: dict[str, Any], seed: int, steps: int) -> tuple[Any, Any, flo
     env = make_vec_env(case["env"], n_envs=case["n_envs"], seed=seed)
     if case["normalize"]:
         env = VecNormalize(env, norm_reward=False)
-    model = getattr(sb3_contrib, case["algo"])("MlpPolicy", env, seed=seed, device="cpu", **case["kwargs"])
+    model = getattr(sb3_contrib, case["algo"])(
+        case.get("policy", "MlpPolicy"), env, seed=seed, device="cpu", **case["kwargs"]
+    )
     start = time.perf_counter()
     model.learn(steps)
     return model, env, model.num_timesteps / (time.perf_counter() - start)
@@ -98,7 +111,7 @@ def _lit(case: dict[str, Any], seed: int, steps: int, n_envs: int | None = None)
     env = make_vec_env(case["env"], n_envs=n_envs or case["n_envs"], seed=seed)
     if case["normalize"]:
         env = VecNormalize(env, norm_reward=False)
-    model = getattr(lit_sb3, case["algo"])("MlpPolicy", seed=seed, device="cpu", **case["kwargs"])
+    model = getattr(lit_sb3, case["algo"])(case.get("policy", "MlpPolicy"), seed=seed, device="cpu", **case["kwargs"])
     trainer = RLTrainer(max_steps=steps, logger=False, enable_progress_bar=False, enable_model_summary=False)
     start = time.perf_counter()
     trainer.fit(model, datamodule=RLEnvDataModule(train_env=env))

@@ -164,23 +164,24 @@ def test_search_space_from_the_zoo_sampler():
     assert hp == {"n_top": 1}
 
 
-# the zoo's Pendulum-v1 entry (normalised observations), 8 envs = the whole population at once
-def _pendulum_run(budget: int, seed: int) -> float:
-    from lit_sb3.vec_env import VecNormalize
+SHORT_BUDGET, SHORT_THRESHOLD = 40_000, 40.0
+SLOW_THRESHOLD = 100.0
 
-    model = ARS("MlpPolicy", zero_policy=False, seed=seed, **{**PENDULUM, "n_top": 1})
-    env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=8, seed=seed), norm_reward=False)
-    RLTrainer(max_steps=budget, logger=False).fit(model, datamodule=RLEnvDataModule(train_env=env))
-    env.training = False
-    mean, _ = evaluate_policy(model, env, n_eval_episodes=8)
+
+# the zoo's Swimmer entry (LinearPolicy, n_delta 1, delta_std 0.01; zero policy: return ~0 before training), with
+# n_envs = 2 * n_delta = 2: both candidates of an iteration at once
+def _swimmer_run(budget: int, seed: int) -> float:
+    model = ARS("LinearPolicy", n_delta=1, n_top=1, learning_rate=0.02, delta_std=0.01, seed=seed)
+    RLTrainer(max_steps=budget, logger=False).fit(model, datamodule=RLEnvDataModule("Swimmer-v5", n_envs=2, seed=seed))
+    mean, _ = evaluate_policy(model, make_vec_env("Swimmer-v5", n_envs=1, seed=seed + 1000), n_eval_episodes=3)
     return mean
 
 
-def test_learns_pendulum_short():
-    # sb3-contrib 2.9.2, same settings, 5 seeds, 100k env steps: see benchmarks/bench_contrib_trpo_ars.py
-    assert _pendulum_run(100_000, seed=0) > -1000
+def test_learns_swimmer_short():
+    # sb3-contrib 2.9.2 side by side: benchmarks/bench_contrib_trpo_ars.py learn --cases ars-swimmer
+    assert _swimmer_run(SHORT_BUDGET, seed=0) > SHORT_THRESHOLD
 
 
 @pytest.mark.slow
-def test_learns_pendulum():
-    assert _pendulum_run(500_000, seed=0) > -600
+def test_learns_swimmer():
+    assert _swimmer_run(100_000, seed=1) > SLOW_THRESHOLD

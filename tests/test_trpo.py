@@ -223,7 +223,7 @@ def test_learns_cartpole():
         n_critic_updates=20,
         seed=0,
     )
-    RLTrainer(max_steps=20_480, logger=False).fit(model, datamodule=RLEnvDataModule("CartPole-v1", n_envs=2, seed=0))
+    RLTrainer(max_steps=30_720, logger=False).fit(model, datamodule=RLEnvDataModule("CartPole-v1", n_envs=2, seed=0))
     from lit_sb3 import evaluate_policy
 
     mean, _ = evaluate_policy(model, make_vec_env("CartPole-v1", n_envs=1, seed=100), n_eval_episodes=10)
