@@ -165,7 +165,7 @@ def test_search_space_from_the_zoo_sampler():
 
 
 # thresholds: sb3-contrib 2.9.2 at the same settings, 100k env steps, seeds 0-3 (bench_contrib_trpo_ars.py learn
-# --cases ars-swimmer): 334.7, 280.7, 216.6, 156.9; the zero policy scores ~0. lit_sb3 here (2 envs): 93 at 40k
+# --cases ars-swimmer): 334.7, 280.7, 216.6, 156.9, 341.3; the zero policy scores ~0. lit_sb3 here (2 envs): 93 at 40k
 # (seed 0), 176 at 100k (seed 1)
 SHORT_BUDGET, SHORT_THRESHOLD = 40_000, 40.0
 SLOW_THRESHOLD = 100.0
