@@ -34,12 +34,11 @@ def _grid(launcher: str, args: argparse.Namespace, folder: Path) -> dict[str, An
         args: benchmark options.
         folder: a fresh folder for the store.
     """
-    from mlflow import MlflowClient
-
     from lit_sb3.zoo.cli import main
+    from lit_sb3.zoo.tracking import open_tracking
 
     uri = f"sqlite:///{folder / 'mlflow.db'}"
-    MlflowClient(tracking_uri=uri).search_experiments(max_results=1)  # migrations are not part of the measure
+    open_tracking(uri, "bench")  # migrations are not part of the measure
     argv = ["run", "--launcher", launcher, "--algos", args.algos, "--envs", args.envs, "--seeds", str(args.seeds),
             "--jobs", str(args.jobs), "--n-timesteps", str(args.n_timesteps), "--eval-freq", str(args.n_timesteps // 4),
             "--eval-episodes", "5", "--tracking-uri", uri, "--experiment", "bench"]  # fmt: skip
@@ -52,9 +51,7 @@ def _grid(launcher: str, args: argparse.Namespace, folder: Path) -> dict[str, An
         wall = time.perf_counter() - t0
     finally:
         os.chdir(cwd)
-    client = MlflowClient(tracking_uri=uri)
-    exp = client.get_experiment_by_name("bench")
-    runs = client.search_runs([exp.experiment_id], filter_string="tags.`lit_sb3.run_type` = 'job'")
+    runs = open_tracking(uri, "bench", create=False).job_runs()
     steps = sum(int(r.data.metrics.get("time/total_timesteps", 0)) for r in runs if r.info.status == "FINISHED")
     return {"launcher": launcher, "code": code, "jobs": len(runs), "env_steps": steps, "wall_s": wall,
             "steps_per_s": steps / wall}  # fmt: skip

@@ -54,6 +54,8 @@ def _quiet_lightning() -> None:
     logging.getLogger("lightning.fabric.utilities.rank_zero").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\).*")
     warnings.filterwarnings("ignore", message=r".*does not have many workers.*")
+    # a checkpoint after the cycle's update is the state to resume from (global_step counts completed cycles)
+    warnings.filterwarnings("ignore", message=r".*ModelCheckpoint with manual optimization and every_n_train_steps.*")
     # target networks are kept in eval mode on purpose
     warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode at the start of training.*")
 

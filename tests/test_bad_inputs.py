@@ -16,7 +16,19 @@ from lit_sb3.zoo.cli import main
 RUN = ["run", "--algos", "ppo", "--envs", "CartPole-v1", "--dry-run"]
 RUN_SAC = ["run", "--algos", "sac", "--envs", "Pendulum-v1", "--dry-run"]
 SHOW = ["show-config", "--algo", "ppo", "--env", "CartPole-v1"]
-TUNE = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "1", "--n-timesteps", "256"]
+TUNE = [
+    "tune",
+    "--algo",
+    "ppo",
+    "--env",
+    "CartPole-v1",
+    "--n-trials",
+    "1",
+    "--n-timesteps",
+    "256",
+    "--n-evaluations",
+    "1",
+]
 
 BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi")

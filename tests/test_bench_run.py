@@ -59,12 +59,21 @@ def test_grid_records_every_job(grid: tuple[str, list[str], int, Path]) -> None:
         (a, e, s) for a in ("ppo", "a2c") for e in ("CartPole-v1", "Pendulum-v1") for s in ("0", "1")
     }
     assert len({r.data.tags["lit_sb3.job_id"] for r in jobs}) == 8
+    assert {r.info.run_name for r in jobs} == {
+        f"s{s} {a} {e}" for a in ("ppo", "a2c") for e in ("CartPole-v1", "Pendulum-v1") for s in (0, 1)
+    }
+    summary = parents[0].data.metrics  # the grid's chart view: mean final score per algo x env
+    for algo in ("ppo", "a2c"):
+        for env in ("CartPole-v1", "Pendulum-v1"):
+            finals = [r.data.metrics["final/mean_reward"] for r in jobs if r.info.run_name.endswith(f"{algo} {env}")]
+            assert summary[f"final_mean_reward/{algo} {env}"] == pytest.approx(sum(finals) / 2)
+            assert summary[f"final_n_runs/{algo} {env}"] == 2
     client = _client(uri)
     for run in jobs:
         tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
         for key in ("lit_sb3.config_hash", "lit_sb3.version", "torch.version", "gymnasium.version", "git.commit"):
             assert tags.get(key), key
-        assert params["algo_kwargs.n_steps"] == "64" and params["n_timesteps"] == "384"
+        assert params["n_steps"] == "64" and params["n_timesteps"] == "384"
         assert params["env_id"] == tags["lit_sb3.env"]
         history = client.get_metric_history(run.info.run_id, "eval/mean_reward")
         steps = [m.step for m in history]
@@ -220,6 +229,10 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path, monkeypat
     assert [r.info.run_id for r in killed] == [running[0].info.run_id]
     assert killed[0].data.tags["lit_sb3.job_id"] in finished
     assert {r.info.status for r in _runs(uri, "killed", "grid")} == {"KILLED", "FINISHED"}
+    from lit_sb3.zoo.results import load_results
+
+    results = load_results(uri, "killed")  # bench report: the superseded KILLED attempt is not a failure
+    assert len(results.runs) == len(finished) and results.not_finished == {}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -257,7 +270,7 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
         extra = extra[:i] + extra[i + 2 :]
     (in_tmp_path / "bad.yml").write_text(BAD_YAML)
     uri = _store(in_tmp_path, mlflow_template)
-    argv = ["run", "--n-timesteps", "100", "--experiment", "errors", *extra]
+    argv = ["run", "--n-timesteps", "256", "--experiment", "errors", *extra]  # one PPO CartPole rollout
     if "--tracking-uri" not in extra:
         argv += ["--tracking-uri", uri]
     start = time.monotonic()
@@ -272,12 +285,14 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
 
 
 def test_dry_run_plan(in_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--algos", "ppo,dqn", "--envs", "Pendulum-v1", "--seed-list", "3,4", "--n-timesteps", "1000",
+    assert main(["run", "--algos", "ppo,dqn", "--envs", "Pendulum-v1", "--seed-list", "3,4", "--n-timesteps", "5000",
                  "--dry-run"]) == 0  # fmt: skip
     out = capsys.readouterr().out
     assert "ppo/Pendulum-v1/s3" in out and "ppo/Pendulum-v1/s4" in out
     assert "skipped dqn on Pendulum-v1: dqn needs a Discrete action space" in out
-    assert "total budget: 2,000 env steps in 2 jobs to run" in out
+    # PPO on Pendulum trains whole rollouts of 1024 x 4 env steps: 5,000 -> 8,192, said in one line
+    assert "budget: ppo on Pendulum-v1: budget 5,000 env steps rounded up to 8,192" in out
+    assert "total budget: 16,384 env steps in 2 jobs to run" in out
     assert not (in_tmp_path / "mlflow.db").exists()  # a dry run creates nothing
 
 
@@ -287,10 +302,10 @@ def test_dry_run_plan(in_tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_job_ids_are_stable() -> None:
     from lit_sb3.zoo.jobs import JobSpec, plan_grid
 
-    over = {"n_steps": "64", "policy_kwargs": "dict(net_arch=[32], activation_fn=nn.ReLU)"}
+    over = {"n_steps": "32", "policy_kwargs": "dict(net_arch=[32], activation_fn=nn.ReLU)"}
     a, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=500, overrides=over)
     b, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=500, overrides=over)
-    c, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=501, overrides=over)
+    c, _ = plan_grid(["ppo"], ["CartPole-v1"], [0, 1], n_timesteps=1000, overrides=over)  # rollouts of 256
     assert [j.job_id for j in a] == [j.job_id for j in b]
     assert len({j.job_id for j in a + c}) == 4
     back = JobSpec.from_json(a[0].to_json())
@@ -337,7 +352,10 @@ def test_evaluation_hook_stops_run(in_tmp_path: Path, mlflow_template: Path) -> 
     result = run_job(job, tracking.target, on_evaluation=stop_at_second, stopped_status="KILLED")
     assert [c[0] for c in calls] == [100, 200]
     assert result.stopped_early and result.status == "KILLED"
-    assert result.env_steps == 200 and result.score == calls[-1][1]
+    # on-policy evaluations happen at rollout boundaries (after the update); a stop there takes effect at the
+    # next env step: n_envs (2) steps later; the score is the evaluation that stopped the run
+    assert result.env_steps == 202 and result.score == calls[-1][1]
+    assert result.evaluations == calls
     run = _client(uri).get_run(result.run_id)
     assert run.info.status == "KILLED" and run.data.tags["lit_sb3.stopped_early"] == "true"
     assert run.data.metrics["final/mean_reward"] == result.score
@@ -348,14 +366,13 @@ def test_evaluation_hook_stops_run(in_tmp_path: Path, mlflow_template: Path) -> 
 def test_job_logger_batches_metrics_without_losing_any(flush_seconds: float, in_tmp_path: Path,
                                                        mlflow_template: Path) -> None:  # fmt: skip
     """Metrics are held back until ``flush_seconds`` passed or training ends (also on failure), then all land."""
-    from lit_sb3.zoo.runner import _job_mlflow_logger
-    from lit_sb3.zoo.tracking import open_tracking
+    from lit_sb3.zoo.tracking import job_logger, open_tracking
 
     uri = _store(in_tmp_path, mlflow_template)
     tracking = open_tracking(uri, "batching")
     client = _client(uri)
     run_id = client.create_run(tracking.target.experiment_id).info.run_id
-    logger = _job_mlflow_logger(tracking.target, run_id, flush_seconds=flush_seconds)
+    logger = job_logger(tracking.target, run_id, flush_seconds=flush_seconds)
     for step in range(600):  # 1,200 metrics: more than one log_batch of MLflow's 1,000
         logger.log_metrics({"train/loss": step / 10, "rollout/ep_rew_mean": float(step)}, step=step * 64)
     held = client.get_metric_history(run_id, "train/loss")

@@ -101,7 +101,7 @@ def test_journal_study_completes_and_is_tracked(journal_study: dict[str, Any]) -
     for run in trials:
         assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
         assert run.data.tags["lit_sb3.trial_state"] == "complete" and run.info.status == "FINISHED"
-        assert "learning_rate" in run.data.params and "algo_kwargs.learning_rate" in run.data.params
+        assert "learning_rate" in run.data.params and not any(k.startswith("algo_kwargs.") for k in run.data.params)
 
 
 def test_seeds_per_trial_objective_is_mean_of_seed_runs(journal_study: dict[str, Any]) -> None:
@@ -145,7 +145,7 @@ def test_exported_yaml_runs_under_bench_run(journal_study: dict[str, Any], in_tm
     assert main(argv) == 0
     (job,) = _runs(uri, "from-tune", "job")
     assert job.info.status == "FINISHED"
-    assert float(job.data.params["algo_kwargs.learning_rate"]) == pytest.approx(entry["learning_rate"])
+    assert float(job.data.params["learning_rate"]) == pytest.approx(entry["learning_rate"])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -315,3 +315,69 @@ def test_seed_reports_are_running_means_and_objectives() -> None:
                                                                             2000: 30.0}  # fmt: skip
     assert objective_value("final", [[1.0, 2.0, 3.0, 4.0], [5.0]], [4.0, 5.0]) == 4.5
     assert objective_value("last_mean", [[1.0, 2.0, 3.0, 4.0], [5.0]], [4.0, 5.0]) == pytest.approx((3.0 + 5.0) / 2)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# exact budgets and evaluation grids
+# ---------------------------------------------------------------------------------------------------------
+def test_budget_not_a_multiple_of_the_rollout(in_tmp_path: Path, mlflow_template: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """1,100 env steps, 3 evaluations (one requested every 366 steps), rollouts of 2 x n_steps in 32..512."""
+    from optuna.trial import TrialState
+
+    uri = _store(in_tmp_path, mlflow_template)
+    space = {"replace": True, "params": {"n_envs": 2, "batch_size": 32, "n_epochs": 1,
+                                         "n_steps": {"type": "categorical", "choices": [16, 64, 128, 256]}}}  # fmt: skip
+    journal = in_tmp_path / "optuna" / "b.journal"
+    _precreate(journal, "b", [{"n_steps": 16}, {"n_steps": 64}, {"n_steps": 128}])
+    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--study-name", "b", "--n-trials", "3",
+            "--n-timesteps", "1100", "--n-evaluations", "3", "--eval-episodes", "1", "--pruner", "none",
+            "--n-startup-trials", "1", "--search-space", _space(in_tmp_path, space), "--tracking-uri", uri,
+            "--experiment", "budget"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    # the space adapts (a rollout of 2 x 256 does not fit between two evaluations) and says so, in one line each
+    assert "search space adapted to the budget: n_steps [16, 64, 128, 256] -> [16, 64, 128]" in out
+    assert "budget: 1,100 env steps per seed, rounded up by each trial to whole rollouts" in out
+    study = _study(journal, "b")
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 3
+    seed_runs = {r.data.tags["mlflow.parentRunId"]: r for r in _runs(uri, "budget", "trial_seed")}
+    trial_runs = {r.data.tags["lit_sb3.trial_number"]: r for r in _runs(uri, "budget", "trial")}
+    from tests.mlflow_store import client
+
+    c = client(uri)
+    for trial in study.trials:
+        rollout = 2 * trial.params["n_steps"]
+        budget = -(-1100 // rollout) * rollout  # whole rollouts, rounded up: 1,120 / 1,152 / 1,280
+        assert trial.user_attrs["budget_per_seed"] == budget == trial.user_attrs["env_steps"]
+        seed = seed_runs[trial_runs[str(trial.number)].info.run_id]
+        assert seed.data.metrics["time/total_timesteps"] == budget
+        steps = [m.step for m in c.get_metric_history(seed.info.run_id, "eval/mean_reward")]
+        # exactly 3 evaluations, each at the first rollout boundary at or after 366, 732, 1,098 (the last one is
+        # the end of the budget, so no extra final evaluation)
+        assert steps == [-(-r // rollout) * rollout for r in (366, 732, 1098)], (rollout, steps)
+        assert all(s >= rollout for s in steps)  # none before the first update
+        # Optuna holds exactly 3 intermediate values, on the study's grid, within the budget
+        assert sorted(trial.intermediate_values) == [366, 732, 1098]
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--n-timesteps", "100", "--n-evaluations", "1"],
+         "the budget of 100 env steps is smaller than one rollout (n_steps 64 x n_envs 2 = 128 env steps)"),
+        (["--n-timesteps", "512", "--n-evaluations", "8"],
+         "one rollout (n_steps 64 x n_envs 2 = 128 env steps) is longer than the 64 env steps between two evaluations"),
+    ],
+)  # fmt: skip
+def test_too_small_budget_is_one_line(argv: list[str], message: str, in_tmp_path: Path, mlflow_template: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    uri = _store(in_tmp_path, mlflow_template)
+    space = {"replace": True, "params": {"n_envs": 2, "n_steps": 64, "batch_size": 64, "n_epochs": 1}}
+    full = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "1", *argv,
+            "--search-space", _space(in_tmp_path, space), "--tracking-uri", uri]  # fmt: skip
+    capsys.readouterr()
+    assert main(full) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not (in_tmp_path / "optuna").exists()  # nothing was started

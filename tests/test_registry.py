@@ -21,7 +21,7 @@ def test_builtin_metadata_is_what_the_suite_reads() -> None:
         cls = algorithm_class(name)
         assert cls.zoo_name == name and getattr(lit_sb3, cls.__name__) is cls
         assert zoo_registry.algo_action_spaces(name) == cls.supported_action_spaces
-        assert "MlpPolicy" in cls.policy_aliases  # sb3-contrib's ARS has MlpPolicy/LinearPolicy only
+        assert "MlpPolicy" in cls.policy_aliases  # sb3-contrib's CrossQ and ARS have no Cnn/MultiInput policies
     assert lit_sb3.SAC.default_run_name == "SAC" and lit_sb3.DQN.supported_action_spaces == (spaces.Discrete,)
     assert lit_sb3.DDPG.search_space == "td3"  # the zoo tunes DDPG in TD3's space
     assert zoo_registry.check_pair("dqn", "Pendulum-v1").startswith("dqn needs a Discrete action space")

@@ -146,8 +146,14 @@ def test_report_files(report: tuple[Path, int]) -> None:
         "## Provenance",
     ):
         assert heading in md
-    assert "| algo | median | IQM | mean | optimality gap |" in md
-    assert "sac is credibly better than ppo" in md
+    assert "| algo | runs | median | IQM | mean | optimality gap |" in md
+    # 3 seeds per algorithm: intervals are shown, but no verdict, and the warning says why
+    assert "credibly better" not in md
+    assert "too few runs for a verdict (n=3 ppo, n=3 sac per env; a verdict needs >= 5)" in md
+    assert "> **Warning:** too few runs for a verdict" in md
+    # learning curves sit under the per-env section, not under the failed runs
+    per_env, failed = md.index("## Per-env results"), md.index("## Failed and missing runs")
+    assert per_env < md.index("figures/curves_Pendulum-v1.png") < failed
     assert "Seeds are unequal" in md
     assert "NaN loss" in md and "abc1234" in md
 
@@ -161,6 +167,8 @@ def test_report_data(report: tuple[Path, int], store: tuple[str, Path]) -> None:
     assert 0.7 < np.mean(sac) < 1.1
     agg = json.loads((out / "aggregates.json").read_text())
     assert agg["reps"] == 2000 and agg["table_version"] >= 1 and agg["scale"] == "normalised score"
+    assert agg["min_runs"] == 5 and agg["engine"] == "fast"
+    assert {d["kind"] for d in agg["verdicts"]} == {"too_few_runs"}
     iqm = agg["aggregates"]["sac"]["iqm"]
     assert iqm["low"] <= iqm["point"] <= iqm["high"]
     assert {(d["x"], d["y"]) for d in agg["probability_of_improvement"]} == {
@@ -241,3 +249,153 @@ def test_unreadable_uri(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     assert rc == 2 and "cannot read tracking URI 'http://127.0.0.1:1'" in err and err.count("\n") == 1
     assert time.perf_counter() - started < 20
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sample size, budget/protocol/hyperparameters, figures, and the rliable engine (small one-env stores)
+# ---------------------------------------------------------------------------------------------------------
+RAND, REF = ENVS["Pendulum-v1"]
+
+
+def _one_env_store(folder: Path, template: Path, seeds: int, levels: dict[str, float]) -> str:
+    """``seeds`` runs per algorithm on Pendulum-v1, final normalised scores ~ level (+ small noise)."""
+    from mlflow.entities import Metric, Param
+
+    from tests.mlflow_store import client, copy_store
+
+    uri = copy_store(folder, template)
+    c = client(uri)
+    exp_id = c.create_experiment("small", artifact_location=(folder / "mlartifacts").as_uri())
+    rng = np.random.default_rng(1)
+    lrs = {"sac": "0.0003", "td3": "0.001"}
+    for algo, level in levels.items():
+        for seed in range(seeds):
+            tags = {
+                "lit_sb3.run_type": "job",
+                "lit_sb3.algo": algo,
+                "lit_sb3.env": "Pendulum-v1",
+                "lit_sb3.seed": str(seed),
+            }
+            rid = c.create_run(exp_id, tags=tags).info.run_id
+            final = RAND + (REF - RAND) * (level + 0.02 * rng.standard_normal())
+            now = int(time.time() * 1000)
+            metrics = [
+                Metric("eval/mean_reward", RAND + (final - RAND) * (i + 1) / 4, now, s)
+                for i, s in enumerate(EVAL_STEPS)
+            ]
+            metrics += [Metric("final/mean_reward", final, now, 4000), Metric("time/total_timesteps", 4000, now, 0)]
+            params = {
+                "n_timesteps": "4000",
+                "eval_freq": "1000",
+                "eval_episodes": "7",
+                "seed": str(seed),
+                "policy": "MlpPolicy",
+                "algo_kwargs.learning_rate": lrs[algo],
+                "algo_kwargs.gamma": "0.98",
+                "model.learning_rate": lrs[algo],  # the Lightning logger's duplicate: left out of the table
+            }
+            c.log_batch(rid, metrics=metrics, params=[Param(k, v) for k, v in params.items()])
+            c.set_terminated(rid, "FINISHED")
+    return uri
+
+
+def _report(uri: str, out: Path, *extra: str) -> tuple[str, dict]:
+    argv = ["report", "--experiment", "small", "--tracking-uri", uri, "--out", str(out), "--reps", "2000", *extra]
+    assert main(argv) == 0
+    return (out / "report.md").read_text(), json.loads((out / "aggregates.json").read_text())
+
+
+def _png_dpi(path: Path) -> float:
+    """Horizontal resolution from the PNG's pHYs chunk (pixels per metre -> dots per inch)."""
+    import struct
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos = 8
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        if kind == b"pHYs":
+            ppm_x, _, unit = struct.unpack(">IIB", data[pos + 8 : pos + 17])
+            assert unit == 1  # metres
+            return ppm_x * 0.0254
+        pos += 12 + length
+    raise AssertionError(f"{path.name} has no pHYs chunk")
+
+
+def test_two_runs_each_give_no_verdict(tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=2, levels={"sac": 0.95, "td3": 0.2})
+    md, agg = _report(uri, tmp_path / "r")
+    assert "credibly better" not in md
+    assert md.index("> **Warning:** too few runs for a verdict") < md.index("## Summary")
+    assert "too few runs for a verdict (n=2 sac, n=2 td3 per env; a verdict needs >= 5)" in md
+    poi = agg["probability_of_improvement"][0]
+    assert poi["low"] == poi["point"] == poi["high"] == 1.0  # the interval only spans the two values
+    html = (tmp_path / "r" / "report.html").read_text()
+    assert '<div class="warn"><strong>Warning:</strong> too few runs for a verdict' in html
+    # with the threshold lowered the same data gets its verdict
+    md, _ = _report(uri, tmp_path / "r2", "--min-runs", "2")
+    assert "sac is credibly better than td3" in md and "Warning" not in md
+
+
+def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=5, levels={"sac": 0.95, "td3": 0.2})
+    md, agg = _report(uri, tmp_path / "r")
+    assert "Warning" not in md and agg["sample_warning"] is None
+    line = next(x for x in md.splitlines() if x.startswith("- sac is credibly better than td3"))
+    # the claim says what it rests on
+    assert "P(sac > td3) = 1.000 [1.000, 1.000]" in line
+    assert "rests on 10 runs (sac: n=5, td3: n=5 per env) on 1 env, 4,000 env steps per run" in line
+    # budget, protocol, differing hyperparameters (no duplicate from model.*), normalisation constants
+    assert "## Budget and evaluation protocol" in md
+    assert "| Pendulum-v1 | sac | 4,000 | 4,000 | 1,000 | 7 | True |" in md
+    assert "### Pendulum-v1: differing keys: algo_kwargs.learning_rate" in md
+    assert "| algo_kwargs.learning_rate | 0.0003 | 0.001 | ≠ |" in md
+    assert "| algo_kwargs.gamma | 0.98 | 0.98 |  |" in md
+    assert "model.learning_rate" not in md
+    assert "## Normalisation constants" in md
+    assert "| Pendulum-v1 | -1233.660 | -152.000 | bench random-scores" in md
+    # figures: >= 200 dpi PNG and an SVG of each
+    figs = sorted((tmp_path / "r" / "figures").glob("*.png"))
+    assert {f.name for f in figs} >= {"aggregates.png", "probability_of_improvement.png", "curves_Pendulum-v1.png"}
+    for f in figs:
+        assert _png_dpi(f) >= 199.9, f.name
+        assert f.with_suffix(".svg").read_text().lstrip().startswith("<?xml"), f.name
+
+    # the reference engine (rliable.library) agrees with the fast bootstrap within 0.01 on every CI bound
+    pytest.importorskip("arch", reason="the rliable-ref extra (arch<8, pandas<3) is not installed")
+    _, ref = _report(uri, tmp_path / "ref", "--engine", "rliable")
+    assert ref["engine"] == "rliable"
+    for algo, metrics in agg["aggregates"].items():
+        for metric, iv in metrics.items():
+            other = ref["aggregates"][algo][metric]
+            assert other["point"] == pytest.approx(iv["point"]), (algo, metric)
+            assert abs(other["low"] - iv["low"]) < 0.01 and abs(other["high"] - iv["high"]) < 0.01, (algo, metric)
+    for mine, theirs in zip(agg["probability_of_improvement"], ref["probability_of_improvement"]):
+        assert abs(mine["low"] - theirs["low"]) < 0.01 and abs(mine["high"] - theirs["high"]) < 0.01
+    for algo in ("sac", "td3"):
+        for key in ("low", "high"):
+            diff = np.abs(np.array(agg["iqm_curves"][algo][key]) - ref["iqm_curves"][algo][key])
+            assert diff.max() < 0.01, (algo, key)
+
+
+def test_rliable_engine_needs_equal_runs(
+    store: tuple[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("arch", reason="the rliable-ref extra (arch<8, pandas<3) is not installed")
+    rc = main(
+        [
+            "report",
+            "--experiment",
+            "suite",
+            "--tracking-uri",
+            store[0],
+            "--out",
+            str(tmp_path),
+            "--reps",
+            "200",
+            "--engine",
+            "rliable",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert rc == 2 and "rliable.library needs the same number of runs on every task" in err and err.count("\n") == 1

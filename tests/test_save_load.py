@@ -420,7 +420,7 @@ def test_job_spec_carries_one_form_and_decodes_only_whitelisted_classes() -> Non
     again = JobSpec.from_json(spec.to_json())
     assert again == spec and again.job_id == spec.job_id and "params" not in json.loads(spec.to_json())
     expected = resolve("ppo", "CartPole-v1", overrides=overrides).to_jsonable()
-    expected["n_timesteps"] = 1000
+    expected["n_timesteps"] = 1024  # 1,000 rounded up to whole PPO rollouts (zoo: n_envs 8 x n_steps 32)
     assert spec.params == expected
     assert spec.resolved_config().algo_kwargs["policy_kwargs"]["activation_fn"] is th.nn.ReLU
     data = json.loads(spec.to_json())

@@ -21,9 +21,12 @@ ALGORITHMS: dict[str, str] = {
     "ppo": "lit_sb3.algorithms.ppo:PPO",
     "a2c": "lit_sb3.algorithms.a2c:A2C",
     "sac": "lit_sb3.algorithms.sac:SAC",
+    "tqc": "lit_sb3.algorithms.tqc:TQC",
+    "crossq": "lit_sb3.algorithms.crossq:CrossQ",
     "td3": "lit_sb3.algorithms.td3:TD3",
     "ddpg": "lit_sb3.algorithms.ddpg:DDPG",
     "dqn": "lit_sb3.algorithms.dqn:DQN",
+    "qrdqn": "lit_sb3.algorithms.qrdqn:QRDQN",
     "trpo": "lit_sb3.algorithms.trpo:TRPO",
     "ars": "lit_sb3.algorithms.ars:ARS",
 }

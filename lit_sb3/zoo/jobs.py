@@ -200,6 +200,7 @@ def plan_grid(
     torch_threads: int = 1,
     default_budgets: Mapping[str, int] | None = None,
     log_interval: int | None = None,
+    notes: list[str] | None = None,
 ) -> tuple[list[JobSpec], list[SkippedPair]]:
     """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
 
@@ -220,7 +221,10 @@ def plan_grid(
         torch_threads: torch threads per job.
         default_budgets: per-env budgets from the suites.
         log_interval: ``--log-interval`` of every job (None: chosen per job by the runner).
+        notes: receives one line per algo x env whose budget was rounded (on-policy: up to whole rollouts,
+            see :func:`lit_sb3.zoo.budget.exact_budget`; a budget below one rollout is an error).
     """
+    from lit_sb3.zoo.budget import exact_budget, rollout_size
     from lit_sb3.zoo.config import resolve
     from lit_sb3.zoo.registry import check_pair
 
@@ -252,6 +256,11 @@ def plan_grid(
                 raise BenchError(
                     f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps"
                 )
+            rollout = rollout_size(algo, cfg.algo_kwargs, cfg.n_envs)
+            n_steps = int(cfg.algo_kwargs.get("n_steps", 0) or 0) if rollout else 0
+            budget, note = exact_budget(algo, env_id, int(budget), rollout, n_steps or (rollout or 0) // cfg.n_envs)
+            if note is not None and notes is not None:
+                notes.append(note)
             config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
             for seed in seeds:
                 jobs.append(

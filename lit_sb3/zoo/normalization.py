@@ -60,8 +60,10 @@ class ScoreTable:
 
 
 def default_table_path() -> Path:
-    """``benchmarks/scores.yml`` of the source checkout."""
-    return Path(__file__).resolve().parents[2] / "benchmarks" / "scores.yml"
+    """The installed ``benchmarks/scores.yml`` (:func:`lit_sb3.zoo.data.data_path`)."""
+    from lit_sb3.zoo.data import data_path
+
+    return data_path("scores.yml")
 
 
 def load_table(path: str | Path | None = None) -> ScoreTable:

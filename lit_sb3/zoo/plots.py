@@ -1,4 +1,11 @@
-"""Report figures (matplotlib, Agg backend, PNG): the rliable set plus per-env learning curves."""
+"""Report figures: the rliable set drawn by ``rliable.plot_utils``, plus per-env learning curves.
+
+Every figure is written twice, as PNG at :data:`DPI` dots per inch and as SVG (same stem), so it stays sharp
+in print and in the HTML report. ``rliable.plot_utils`` draws interval estimates, performance profiles,
+probability of improvement and sample-efficiency curves as in Agarwal et al. (2021); on top of its
+probability-of-improvement figure each point estimate also gets a marker, so a degenerate interval (P = 1.0
+[1.0, 1.0]) is still visible.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +26,8 @@ __all__ = [
     "plot_env_curves",
     "mean_ci_over_seeds",
 ]
+
+DPI = 200
 
 METRIC_TITLES = {"median": "Median", "iqm": "IQM", "mean": "Mean", "optimality_gap": "Optimality gap"}
 
@@ -44,103 +53,136 @@ def algo_colors(algos: Sequence[str]) -> dict[str, tuple[float, ...]]:
 
 
 def _save(fig, path: Path) -> Path:  # noqa: ANN001 - matplotlib Figure
+    """Write ``path`` (PNG, :data:`DPI`) and the same figure as SVG next to it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    fig.savefig(path.with_suffix(".svg"), bbox_inches="tight")
     _plt().close(fig)
     return path
 
 
+def _plot_utils():  # noqa: ANN202 - the rliable.plot_utils module
+    _plt()
+    from rliable import plot_utils
+
+    return plot_utils
+
+
 def plot_aggregates(agg: Mapping[str, Mapping[str, Interval]], path: Path, xlabel: str) -> Path:
-    """Four panels (median, IQM, mean, optimality gap): point and 95 % CI bar per algorithm.
+    """Four panels (median, IQM, mean, optimality gap): ``rliable.plot_utils.plot_interval_estimates``.
 
     Args:
         agg: algo -> metric -> interval.
-        path: PNG to write.
+        path: PNG to write (and its SVG).
         xlabel: score name for the x axes.
     """
-    plt = _plt()
     algos = list(agg)
-    colors = algo_colors(algos)
-    fig, axes = plt.subplots(1, len(METRICS), figsize=(3.4 * len(METRICS), 0.5 * len(algos) + 1.4), sharey=True)
-    for ax, metric in zip(axes, METRICS, strict=True):
-        for i, a in enumerate(algos):
-            iv = agg[a][metric]
-            ax.barh(i, iv.high - iv.low, left=iv.low, height=0.6, color=colors[a], alpha=0.75)
-            ax.vlines(iv.point, i - 0.3, i + 0.3, color="k", linewidth=1.5)
-        ax.set_title(METRIC_TITLES[metric])
-        ax.set_yticks(range(len(algos)), algos)
-        ax.grid(axis="x", alpha=0.3)
-        ax.set_xlabel(xlabel)
-    fig.suptitle("Aggregate metrics (95 % stratified-bootstrap CIs)", y=1.04)
+    points = {a: np.array([agg[a][m].point for m in METRICS]) for a in algos}
+    cis = {a: np.array([[agg[a][m].low for m in METRICS], [agg[a][m].high for m in METRICS]]) for a in algos}
+    fig, _ = _plot_utils().plot_interval_estimates(
+        points,
+        cis,
+        metric_names=[METRIC_TITLES[m] for m in METRICS],
+        algorithms=algos,
+        colors=algo_colors(algos),
+        xlabel=xlabel,
+        row_height=max(0.5, 2.2 / len(algos)),
+        max_ticks=3,
+        xlabel_y_coordinate=-0.18,
+    )
     return _save(fig, path)
 
 
 def plot_profiles(profiles: Mapping[str, Profile], path: Path, xlabel: str) -> Path:
-    """Score-distribution performance profiles with CI bands.
+    """Score-distribution performance profiles with CI bands: ``rliable.plot_utils.plot_performance_profiles``.
 
     Args:
         profiles: algo -> profile.
-        path: PNG to write.
+        path: PNG to write (and its SVG).
         xlabel: score name (tau axis).
     """
     plt = _plt()
-    colors = algo_colors(list(profiles))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for a, p in profiles.items():
-        ax.plot(p.taus, p.point, color=colors[a], label=a, linewidth=2)
-        ax.fill_between(p.taus, p.low, p.high, color=colors[a], alpha=0.2)
-    ax.set_xlabel(f"{xlabel} (τ)")
-    ax.set_ylabel("Fraction of runs with score > τ")
-    ax.set_ylim(-0.02, 1.02)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    ax.set_title("Performance profiles")
+    algos = list(profiles)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    taus = next(iter(profiles.values())).taus
+    _plot_utils().plot_performance_profiles(
+        {a: p.point for a, p in profiles.items()},
+        taus,
+        performance_profile_cis={a: (p.low, p.high) for a, p in profiles.items()},
+        colors=algo_colors(algos),
+        ax=ax,
+        xlabel=f"{xlabel} (τ)",
+        ylabel="Fraction of runs with score > τ",
+        labelsize="large",
+        ticklabelsize="medium",
+        legend=True,
+    )
+    ax.set_title("Performance profiles (95 % CI bands)")
     return _save(fig, path)
 
 
-def plot_improvement(poi: Mapping[tuple[str, str], Interval], path: Path) -> Path:
-    """P(X > Y) with CIs, one row per pair, and the 0.5 line.
+def plot_improvement(
+    poi: Mapping[tuple[str, str], Interval], path: Path, verdicts: Mapping[tuple[str, str], bool] | None = None
+) -> Path:
+    """P(X > Y) with CIs, one row per pair: ``rliable.plot_utils.plot_probability_of_improvement``.
+
+    Each point estimate also gets a black diamond, and the x axis runs a little past [0, 1], so a pair whose
+    interval is degenerate (width 0) is still visible.
 
     Args:
         poi: (X, Y) -> interval.
-        path: PNG to write.
+        path: PNG to write (and its SVG).
+        verdicts: (X, Y) -> whether the pair has a verdict (blue) or not (gray); default: the CI excludes 0.5.
     """
     plt = _plt()
     pairs = list(poi)
-    fig, ax = plt.subplots(figsize=(6, 0.55 * max(1, len(pairs)) + 1.2))
-    for i, pair in enumerate(pairs):
-        iv = poi[pair]
-        credible = iv.low > 0.5 or iv.high < 0.5
-        ax.barh(i, iv.high - iv.low, left=iv.low, height=0.6, color="tab:blue" if credible else "tab:gray", alpha=0.7)
-        ax.vlines(iv.point, i - 0.3, i + 0.3, color="k", linewidth=1.5)
+    fig, ax = plt.subplots(figsize=(6.5, 0.6 * max(1, len(pairs)) + 1.4))
+    if verdicts is None:
+        verdicts = {p: poi[p].low > 0.5 or poi[p].high < 0.5 for p in pairs}
+    colors = ["tab:blue" if verdicts.get(p, False) else "tab:gray" for p in pairs]
+    _plot_utils().plot_probability_of_improvement(
+        {f"{x},{y}": poi[(x, y)].point for x, y in pairs},
+        {f"{x},{y}": np.array([poi[(x, y)].low, poi[(x, y)].high]) for x, y in pairs},
+        ax=ax,
+        colors=colors,
+        xticks=[0.0, 0.25, 0.5, 0.75, 1.0],
+        labelsize="large",
+        ticklabelsize="medium",
+    )
+    ax.plot([poi[p].point for p in pairs], range(len(pairs)), "D", color="k", markersize=6, zorder=5)
     ax.axvline(0.5, color="tab:red", linestyle="--", linewidth=1)
-    ax.set_yticks(range(len(pairs)), [f"P({x} > {y})" for x, y in pairs])
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("Probability of improvement")
-    ax.grid(axis="x", alpha=0.3)
-    ax.set_title("Probability of improvement (95 % CIs)")
+    ax.set_xlim(-0.04, 1.04)
+    ax.set_title("Probability of improvement (point estimate, 95 % CI)")
     return _save(fig, path)
 
 
 def plot_iqm_curves(curves: Mapping[str, Curve], path: Path, xlabel: str, ylabel: str) -> Path:
-    """IQM sample-efficiency curves with CI bands.
+    """IQM sample-efficiency curves with CI bands: ``rliable.plot_utils.plot_sample_efficiency_curve``.
 
     Args:
         curves: algo -> curve.
-        path: PNG to write.
+        path: PNG to write (and its SVG).
         xlabel: x axis label.
         ylabel: y axis label.
     """
     plt = _plt()
-    colors = algo_colors(list(curves))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for a, c in curves.items():
-        ax.plot(c.steps, c.point, color=colors[a], label=a, linewidth=2, marker="o", markersize=3)
-        ax.fill_between(c.steps, c.low, c.high, color=colors[a], alpha=0.2)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-    ax.legend()
+    algos = list(curves)
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    steps = next(iter(curves.values())).steps
+    _plot_utils().plot_sample_efficiency_curve(
+        steps,
+        {a: c.point for a, c in curves.items()},
+        {a: np.array([c.low, c.high]) for a, c in curves.items()},
+        algorithms=algos,
+        colors=algo_colors(algos),
+        ax=ax,
+        xlabel=xlabel,
+        ylabel=ylabel,
+        labelsize="large",
+        ticklabelsize="medium",
+        marker="o",
+        legend=True,
+    )
     ax.set_title("IQM sample efficiency (95 % CIs)")
     return _save(fig, path)
 
@@ -187,7 +229,7 @@ def plot_env_curves(
         env: env id (title).
         steps: eval steps.
         curves: algo -> ``[runs, evals]``.
-        path: PNG to write.
+        path: PNG to write (and its SVG).
         colors: algo -> colour.
         reps: bootstrap replications.
         seed: generator seed.

@@ -1,7 +1,9 @@
 """Read the job runs of a ``bench run`` experiment from MLflow into score matrices and aligned curves.
 
-Only child runs tagged ``lit_sb3.run_type="job"`` are read (tune trials and reports are ignored). FINISHED
-runs are data; FAILED/KILLED (and still RUNNING) runs are left out and counted per algo × env.
+Only child runs tagged ``lit_sb3.run_type="job"`` are read (tune trials and reports are ignored), through the
+tracking gateway (:mod:`lit_sb3.zoo.tracking`). FINISHED runs are data; FAILED/KILLED (and still RUNNING) runs
+are left out and counted per algo × env, except the superseded attempts of a job (same ``lit_sb3.job_id``)
+that a later run FINISHED (after a resumed grid): those are not failures and are not counted.
 
 Curve alignment (per env, over all algorithms): when every run of the env evaluated at the same steps (same
 ``eval_freq`` and budget), those steps are the grid. Otherwise the grid is the sorted union of all their steps
@@ -22,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from lit_sb3.zoo.errors import BenchError, did_you_mean
-from lit_sb3.zoo.tracking import fail_fast, sqlite_path
+from lit_sb3.zoo.tracking import fail_fast
 
 __all__ = ["RunRecord", "Results", "load_results", "check_tracking_uri"]
 
@@ -47,6 +49,8 @@ class RunRecord:
         fps: ``time/fps`` (last value; NaN if absent).
         config_hash: ``lit_sb3.config_hash`` tag.
         tags: all tags.
+        params: all params (the resolved hyperparameters, budget and evaluation protocol).
+        total_timesteps: ``time/total_timesteps``: env steps the run really trained (NaN if absent).
     """
 
     run_id: str
@@ -60,6 +64,8 @@ class RunRecord:
     fps: float
     config_hash: str
     tags: dict[str, str] = field(default_factory=dict)
+    params: dict[str, str] = field(default_factory=dict)
+    total_timesteps: float = float("nan")
 
 
 @dataclass
@@ -193,46 +199,15 @@ def _on_grid(run: RunRecord, grid: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def check_tracking_uri(uri: str) -> Any:
-    """An ``MlflowClient`` for ``uri`` after checking it can be read, else a one-line :class:`BenchError`.
+    """A :class:`~lit_sb3.zoo.tracking.Tracking` reader for ``uri`` after checking it can be read, else a
+    one-line :class:`BenchError`.
 
     Args:
         uri: tracking URI.
     """
-    from mlflow import MlflowClient
+    from lit_sb3.zoo.tracking import open_reader
 
-    path = sqlite_path(uri)
-    if path is not None and not path.is_file():
-        raise BenchError(f"cannot read tracking URI {uri!r}: no database file {str(path)!r}")
-    client = MlflowClient(tracking_uri=uri)
-    try:
-        with fail_fast():
-            client.search_experiments(max_results=1)
-    except Exception as exc:  # noqa: BLE001 - any failure to read is the user's URI
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise BenchError(f"cannot read tracking URI {uri!r}: {first[:200]}") from exc
-    return client
-
-
-def _experiment_names(client: Any) -> list[str]:
-    names, token = [], None
-    while True:
-        page = client.search_experiments(max_results=1000, page_token=token)
-        names += [e.name for e in page]
-        token = page.token
-        if not token:
-            return names
-
-
-def _search_jobs(client: Any, experiment_id: str) -> list[Any]:
-    runs, token = [], None
-    while True:
-        page = client.search_runs(
-            [experiment_id], filter_string=f"tags.`lit_sb3.run_type` = '{JOB}'", max_results=1000, page_token=token
-        )
-        runs += list(page)
-        token = page.token
-        if not token:
-            return runs
+    return open_reader(uri)
 
 
 def _check_filter(kind: str, wanted: Sequence[str] | None, present: set[str]) -> None:
@@ -244,8 +219,8 @@ def _check_filter(kind: str, wanted: Sequence[str] | None, present: set[str]) ->
             )
 
 
-def _curve(client: Any, run_id: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    history = client.get_metric_history(run_id, EVAL_KEY)
+def _curve(store: Any, run_id: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    history = store.metric_history(run_id, EVAL_KEY)
     last: dict[int, tuple[int, float]] = {}
     for m in history:  # keep the latest value logged at each step
         if m.step not in last or m.timestamp >= last[m.step][0]:
@@ -265,28 +240,28 @@ def load_results(
         algos: keep only these algorithms (each must be present).
         envs: keep only these envs (each must be present).
     """
-    client = check_tracking_uri(tracking_uri)
+    store = check_tracking_uri(tracking_uri)
     with fail_fast():
-        exp = client.get_experiment_by_name(experiment)
-        if exp is None:
-            names = _experiment_names(client)
-            raise BenchError(f"experiment {experiment!r} not found in {tracking_uri}{did_you_mean(experiment, names)}")
-        raw = _search_jobs(client, exp.experiment_id)
+        experiment_id = store.use_experiment(experiment)
+        raw = store.search_runs(f"tags.`lit_sb3.run_type` = '{JOB}'")
         _check_filter("algorithm", algos, {r.data.tags.get("lit_sb3.algo", "") for r in raw})
         _check_filter("env", envs, {r.data.tags.get("lit_sb3.env", "") for r in raw})
-        results = Results(tracking_uri, experiment, exp.experiment_id, [])
+        results = Results(tracking_uri, experiment, experiment_id, [])
         not_finished: Counter[tuple[str, str]] = Counter()
+        done = {r.data.tags.get("lit_sb3.job_id") for r in raw if r.info.status == "FINISHED"} - {None, ""}
         for r in raw:
             tags = dict(r.data.tags)
             algo, env = tags.get("lit_sb3.algo", "?"), tags.get("lit_sb3.env", "?")
             if (algos and algo not in algos) or (envs and env not in envs):
                 continue
+            if r.info.status != "FINISHED" and tags.get("lit_sb3.job_id") in done:
+                continue  # a superseded attempt (killed, failed) of a job that a later run FINISHED
             if r.info.status != "FINISHED":
                 not_finished[(algo, env)] += 1
                 if "lit_sb3.failure_reason" in tags:
                     results.failure_reasons.setdefault((algo, env), []).append(tags["lit_sb3.failure_reason"])
                 continue
-            steps, curve = _curve(client, r.info.run_id)
+            steps, curve = _curve(store, r.info.run_id)
             metrics = r.data.metrics
             score = metrics.get(SCORE_KEY, curve[-1] if curve.size else None)
             if score is None:
@@ -306,6 +281,8 @@ def load_results(
                     fps=float(metrics.get("time/fps", np.nan)),
                     config_hash=tags.get("lit_sb3.config_hash", ""),
                     tags=tags,
+                    params=dict(r.data.params),
+                    total_timesteps=float(metrics.get("time/total_timesteps", np.nan)),
                 )
             )
     results.not_finished = dict(not_finished)

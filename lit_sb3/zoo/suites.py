@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import lit_sb3
 from lit_sb3.zoo.errors import BenchError, did_you_mean
 from lit_sb3.zoo.registry import ALGOS, check_algo, registered_env_ids
 
@@ -35,9 +34,11 @@ class Suite:
 
 
 def suites_path() -> Path:
-    """``$LIT_SB3_SUITES`` if set, else the repository's ``benchmarks/suites.yml``."""
+    """``$LIT_SB3_SUITES`` if set, else the installed ``benchmarks/suites.yml`` (:func:`lit_sb3.zoo.data.data_path`)."""
+    from lit_sb3.zoo.data import data_path
+
     env = os.environ.get(ENV_VAR)
-    return Path(env) if env else Path(lit_sb3.__file__).resolve().parent.parent / "benchmarks" / "suites.yml"
+    return Path(env) if env else data_path("suites.yml")
 
 
 def _parse_suite(name: str, data: Any, where: str) -> Suite:

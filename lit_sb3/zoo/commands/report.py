@@ -33,6 +33,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--scores-table", help="scores YAML (default benchmarks/scores.yml)")
     p.add_argument("--title")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--min-runs",
+        type=int,
+        default=5,
+        help="runs per algorithm and env below which no verdict is drawn (intervals are still shown; default 5)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=("fast", "rliable"),
+        default="fast",
+        help="fast: vectorised stratified bootstrap (default); rliable: recompute every interval with "
+        "rliable.library (the reference computation, ~20-30x slower; needs the rliable-ref extra)",
+    )
     p.set_defaults(func=run)
     return p
 
@@ -46,25 +59,44 @@ def run(args: argparse.Namespace) -> int:
     from lit_sb3.zoo.normalization import load_table
     from lit_sb3.zoo.report import build_report
     from lit_sb3.zoo.results import load_results
+    from lit_sb3.zoo.tracking import check_name, report_folder
 
+    if not args.experiment.strip():
+        raise BenchError("--experiment must not be empty")
+    if not args.out:
+        check_name(args.experiment, "--experiment")  # it names the default folder, reports/<experiment>
     if args.reps < 100:
         raise BenchError(f"--reps must be >= 100, got {args.reps}")
+    if args.min_runs < 1:
+        raise BenchError(f"--min-runs must be >= 1, got {args.min_runs}")
+    if args.engine == "rliable":
+        from lit_sb3.zoo.stats import _library
+
+        try:
+            _library()
+        except ImportError as exc:
+            raise BenchError(str(exc).splitlines()[0]) from exc
     algos = [n.lower() for v in args.algos for n in _names(v)] if args.algos else None
     envs = [n for v in args.envs for n in _names(v)] if args.envs else None
     table = load_table(args.scores_table) if args.normalize == "reference" else None
     results = load_results(args.tracking_uri, args.experiment, algos=algos, envs=envs)
-    out = Path(args.out) if args.out else Path("reports") / args.experiment
+    out = Path(args.out) if args.out else report_folder(args.experiment)
     argv = sys.argv[1:] if sys.argv and Path(sys.argv[0]).name == "bench" else _reconstruct(args)
-    path = build_report(
-        results,
-        out,
-        normalize=args.normalize,
-        reps=args.reps,
-        title=args.title,
-        table=table,
-        seed=args.seed,
-        command="bench " + shlex.join(argv),
-    )
+    try:
+        path = build_report(
+            results,
+            out,
+            normalize=args.normalize,
+            reps=args.reps,
+            title=args.title,
+            table=table,
+            seed=args.seed,
+            command="bench " + shlex.join(argv),
+            min_runs=args.min_runs,
+            engine=args.engine,
+        )
+    except ValueError as exc:  # e.g. rliable.library on unequal runs per env: one line, nothing written yet
+        raise BenchError(str(exc)) from exc
     print(f"report: {path} and {path.with_suffix('.html')}")
     return 0
 
@@ -80,4 +112,5 @@ def _reconstruct(args: argparse.Namespace) -> list[str]:
     if args.envs:
         argv += ["--envs", *args.envs]
     argv += ["--reps", str(args.reps), "--normalize", args.normalize, "--seed", str(args.seed)]
+    argv += ["--min-runs", str(args.min_runs), "--engine", args.engine]
     return argv

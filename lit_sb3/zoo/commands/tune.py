@@ -82,11 +82,14 @@ def _output_path(args: argparse.Namespace, storage: str, study_name: str) -> Pat
 def _show(args: argparse.Namespace) -> int:
     import optuna
 
+    from lit_sb3.zoo.tracking import check_name
     from lit_sb3.zoo.tuning.export import print_best_trials
     from lit_sb3.zoo.tuning.study import default_study_name, open_storage, storage_spec
 
     if args.study_name is None and not (args.algo and args.env):
         raise BenchError("--show needs --study-name (or --algo and --env for the default name)")
+    if args.study_name is not None:
+        check_name(args.study_name, "--study-name")  # it names the journal file read
     name = args.study_name or default_study_name(args.algo.lower(), args.env)
     spec = storage_spec(args.storage, name)
     from lit_sb3.zoo.tuning.study import is_journal
@@ -124,6 +127,99 @@ def _check_space(algo: str, env_id: str, space: Any, base: Any) -> None:
         raise BenchError(f"{space.source}: {exc}") from exc
 
 
+def _fit_space(algo: str, env_id: str, space: Any, base: Any, eval_freq: int, budget: int) -> tuple[Any, list[str]]:
+    """Keep sampled rollouts and warm-ups compatible with the evaluation grid; lines saying what changed.
+
+    On-policy, one rollout (``n_steps x n_envs``) must fit between two requested evaluations, so each falls on
+    its own rollout boundary after an update: ``n_steps`` choices (or its int range) are cut to
+    ``n_steps x n_envs <= eval_freq``. Off-policy, ``learning_starts`` choices are cut to ``< eval_freq``.
+    What cannot be cut (a fixed value, or no choice left) is an error naming the rollout size; what a cut
+    space still cannot guarantee (a sampled ``train_freq`` with a large ``learning_starts``) fails that trial
+    at once with the reason.
+    """
+    import dataclasses
+
+    from lit_sb3.zoo.budget import ON_POLICY, exact_budget, first_update_step
+
+    params, lines = dict(space.params), []
+
+    def fixed(name: str, default: Any) -> Any:
+        return space.fixed.get(name, default)
+
+    if algo in ON_POLICY:
+        envs_spec = params.get("n_envs")
+        if envs_spec is not None:
+            n_envs = int(max(envs_spec.choices) if envs_spec.choices else envs_spec.high)
+        else:
+            n_envs = int(fixed("n_envs", base.n_envs))
+        spec = params.get("n_steps")
+        if spec is None:
+            n_steps = int(fixed("n_steps", base.algo_kwargs.get("n_steps", 2048)))
+            exact_budget(algo, env_id, budget, n_steps * n_envs, n_steps)  # a budget below one rollout: error
+            if n_steps * n_envs > eval_freq:
+                raise BenchError(
+                    f"one rollout (n_steps {n_steps} x n_envs {n_envs} = {n_steps * n_envs:,} env steps) is longer "
+                    f"than the {eval_freq:,} env steps between two evaluations ({budget:,} / --n-evaluations): "
+                    "give a larger --n-timesteps, fewer --n-evaluations or a smaller n_steps/n_envs"
+                )
+        elif spec.choices is not None:
+            keep = tuple(c for c in spec.choices if int(c) * n_envs <= eval_freq)
+            if not keep:
+                smallest = min(int(c) for c in spec.choices)
+                raise BenchError(
+                    f"the smallest rollout of the search space (n_steps {smallest} x n_envs {n_envs} = "
+                    f"{smallest * n_envs:,} env steps) is longer than the {eval_freq:,} env steps between two "
+                    f"evaluations ({budget:,} / --n-evaluations): give a larger --n-timesteps or fewer --n-evaluations"
+                )
+            if keep != tuple(spec.choices):
+                params["n_steps"] = dataclasses.replace(spec, choices=keep)
+                lines.append(
+                    f"search space adapted to the budget: n_steps {list(spec.choices)} -> {list(keep)} "
+                    f"(a rollout n_steps x n_envs {n_envs} must fit in the {eval_freq:,} env steps between evaluations)"
+                )
+        else:
+            high = min(int(spec.high), eval_freq // n_envs)
+            if high < int(spec.low):
+                raise BenchError(
+                    f"the smallest rollout of the search space (n_steps {int(spec.low)} x n_envs {n_envs}) is "
+                    f"longer than the {eval_freq:,} env steps between two evaluations"
+                )
+            if high != int(spec.high):
+                params["n_steps"] = dataclasses.replace(spec, high=high)
+                lines.append(f"search space adapted to the budget: n_steps <= {high} (was <= {int(spec.high)})")
+        lines.append(
+            f"budget: {budget:,} env steps per seed, rounded up by each trial to whole rollouts (at most "
+            f"{budget + eval_freq - 1:,}); evaluations at the first rollout boundary at or after every "
+            f"{eval_freq:,} env steps, after the update"
+        )
+    else:
+        spec = params.get("learning_starts")
+        if spec is not None and spec.choices is not None:
+            keep = tuple(c for c in spec.choices if int(c) < eval_freq)
+            if not keep:
+                raise BenchError(
+                    f"every learning_starts of the search space ({list(spec.choices)}) is >= the {eval_freq:,} env "
+                    "steps before the first evaluation: give a larger --n-timesteps or fewer --n-evaluations"
+                )
+            if keep != tuple(spec.choices):
+                params["learning_starts"] = dataclasses.replace(spec, choices=keep)
+                lines.append(
+                    f"search space adapted to the budget: learning_starts {list(spec.choices)} -> {list(keep)} "
+                    f"(the first evaluation at {eval_freq:,} env steps must follow an update)"
+                )
+        elif spec is None:
+            kwargs = {**base.algo_kwargs, **space.fixed}
+            first = first_update_step(algo, kwargs, int(fixed("n_envs", base.n_envs)))
+            if first > eval_freq and "train_freq" not in params:
+                raise BenchError(
+                    f"the first update comes after {first:,} env steps (learning_starts + 2 x train_freq x "
+                    f"n_envs), after the first evaluation at {eval_freq:,}: give a larger --n-timesteps, fewer "
+                    "--n-evaluations or a smaller learning_starts"
+                )
+        lines.append(f"budget: {budget:,} env steps per seed (exact); an evaluation every {eval_freq:,} env steps")
+    return dataclasses.replace(space, params=params), lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Run (or resume) the study.
 
@@ -139,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
     from lit_sb3.zoo.config.checks import check_device
     from lit_sb3.zoo.registry import check_algo, check_env_id, check_pair
     from lit_sb3.zoo.runner import metrics_flush_seconds
-    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, PROC_TAG, RUN_TYPE, _process_tag, open_tracking
+    from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, check_name, open_tracking
     from lit_sb3.zoo.tuning.objective import OBJECTIVES, TuneSettings
     from lit_sb3.zoo.tuning.pruning import make_pruner
     from lit_sb3.zoo.tuning.search_spaces import load_search_space, space_to_jsonable
@@ -155,6 +251,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.algo or not args.env:
         raise BenchError("--algo and --env are required (or --show)")
+    for flag, name in (("--study-name", args.study_name), ("--experiment", args.experiment)):
+        if name is not None:
+            check_name(name, flag)  # they name files and folders: refused before anything is opened
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every trial
     if (why := check_device(args.device)) is not None:
         raise BenchError(f"--device: {why}")
@@ -186,6 +285,7 @@ def run(args: argparse.Namespace) -> int:
     warmup = args.n_evaluations // 3 if args.n_warmup_evaluations is None else args.n_warmup_evaluations
     warmup_steps = warmup * eval_freq + 1 if warmup else 0  # evaluation warmup + 1 is the first that may prune
     space = load_search_space(algo, args.search_space)
+    space, budget_lines = _fit_space(algo, env_id, space, base, eval_freq, int(n_timesteps))
     _check_space(algo, env_id, space, base)
 
     study_name = args.study_name or default_study_name(algo, env_id)
@@ -202,34 +302,30 @@ def run(args: argparse.Namespace) -> int:
         seeds_per_trial=args.seeds_per_trial, objective=args.objective, space=space_to_jsonable(space),
         sampler=args.sampler.lower(), pruner=args.pruner.lower(), n_startup_trials=args.n_startup_trials,
         n_warmup_steps=warmup_steps, seed=args.seed, timeout=args.timeout, tracking=tracking.target,
-        parent_run_id=None, device=args.device,
+        parent_run_id=None, device=args.device, n_evaluations=args.n_evaluations,
     )  # fmt: skip
     study = load_or_create_study(settings, storage=opened)
     done = finished_count(study)
     output = _output_path(args, storage, study_name)
     print(f"study {study_name} ({algo} on {env_id}): {done} finished trial(s) of {args.n_trials}; storage {storage}; "
-          f"{n_timesteps} env steps x {args.seeds_per_trial} seed(s) per trial, evaluation every {eval_freq} steps",
-          flush=True)  # fmt: skip
+          f"{n_timesteps} env steps x {args.seeds_per_trial} seed(s) per trial, {args.n_evaluations} evaluations "
+          f"per seed (every {eval_freq} steps)", flush=True)  # fmt: skip
+    for line in budget_lines:
+        print(line, flush=True)
     if done >= args.n_trials:
         print("nothing to run: the study already holds the requested number of trials")
         return _finish(study, output, None, None)
 
-    client = tracking.client
-    tags = {RUN_TYPE: "study", PROC_TAG: _process_tag(), "mlflow.source.name": "bench tune",
-            "lit_sb3.study_name": study_name, "lit_sb3.sampler": settings.sampler, "lit_sb3.pruner": settings.pruner,
+    tags = {"lit_sb3.study_name": study_name, "lit_sb3.sampler": settings.sampler, "lit_sb3.pruner": settings.pruner,
             "lit_sb3.algo": algo, "lit_sb3.env": env_id, "lit_sb3.optuna_storage": storage}  # fmt: skip
-    parent = client.create_run(tracking.target.experiment_id, run_name=f"study-{study_name}", tags=tags)
-    parent_id = str(parent.info.run_id)
-    from mlflow.entities import Param
-
     options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "show", "top") and v is not None}
     command = "bench tune " + " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in options.items())
-    params = {"command": command, "n_trials": args.n_trials, "n_timesteps": n_timesteps, "eval_freq": eval_freq,
+    params = {"n_trials": args.n_trials, "n_timesteps": n_timesteps, "eval_freq": eval_freq,
               "eval_episodes": args.eval_episodes, "seeds_per_trial": args.seeds_per_trial,
               "objective": args.objective, "n_startup_trials": args.n_startup_trials, "n_warmup_steps": warmup_steps,
               "jobs": args.jobs, "search_space": args.search_space or "built-in", "seed": args.seed}  # fmt: skip
-    client.log_batch(parent_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
-    client.log_dict(parent_id, settings.space, "search_space.json")
+    parent_id = tracking.create_parent_run(command, params, run_name=f"study-{study_name}", run_type="study", tags=tags)
+    tracking.log_dict(parent_id, settings.space, "search_space.json")
     settings = TuneSettings(**{**settings.__dict__, "parent_run_id": parent_id})
     t0 = time.monotonic()
     status = "FINISHED"
@@ -244,15 +340,16 @@ def run(args: argparse.Namespace) -> int:
             code = run_workers(settings, args.jobs)
     except BaseException:
         status = "KILLED"
-        client.set_terminated(parent_id, status)
+        tracking.end_run(parent_id, status)
         raise
     wall = time.monotonic() - t0
     study = load_or_create_study(settings, storage=opened)
-    return _finish(study, output, (client, parent_id), wall, code)
+    return _finish(study, output, (tracking, parent_id), wall, code)
 
 
 def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: float | None, code: int = 0) -> int:
-    """Summary, figures, export, end of the study run."""
+    """Summary, figures, export, end of the study run (``mlflow_run``: the
+    :class:`~lit_sb3.zoo.tracking.Tracking` and the study's run id)."""
     from optuna.trial import TrialState
 
     from lit_sb3.zoo.tuning.export import log_study_figures, write_best_yaml
@@ -272,21 +369,19 @@ def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: 
     else:
         print("no complete trial: nothing exported")
     if mlflow_run is not None:
-        from mlflow.entities import Metric
-
-        client, run_id = mlflow_run
+        store, run_id = mlflow_run
         try:
-            log_study_figures(study, client, run_id)
+            log_study_figures(study, store, run_id)
             metrics = {"study/n_complete": counts[TrialState.COMPLETE], "study/n_pruned": counts[TrialState.PRUNED],
                        "study/n_failed": counts[TrialState.FAIL]}  # fmt: skip
             if counts[TrialState.COMPLETE]:
                 metrics["study/best_value"] = study.best_value
-                client.set_tag(run_id, "lit_sb3.best_trial", str(study.best_trial.number))
+                store.set_tags(run_id, {"lit_sb3.best_trial": study.best_trial.number})
             if wall is not None:
                 metrics["time/wall_seconds"] = wall
-            client.log_batch(run_id, metrics=[Metric(k, float(v), 0, 0) for k, v in metrics.items()])
+            store.log_metrics(run_id, metrics)
             if path is not None:
-                client.log_artifact(run_id, str(path))
+                store.log_artifact(run_id, path)
         finally:
-            client.set_terminated(run_id, "FINISHED" if code == 0 else "FAILED")
+            store.end_run(run_id, "FINISHED" if code == 0 else "FAILED")
     return code

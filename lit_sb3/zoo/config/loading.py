@@ -190,9 +190,12 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_mapping)
 
 
 def zoo_config_dir() -> Path:
-    """The built-in config folder: ``$LIT_SB3_ZOO_CONFIGS`` if set, else the repository's ``zoo_configs/``."""
+    """The built-in config folder: ``$LIT_SB3_ZOO_CONFIGS`` if set, else the installed ``zoo_configs/``
+    (:func:`lit_sb3.zoo.data.data_path`)."""
+    from lit_sb3.zoo.data import data_path
+
     env = os.environ.get(ENV_VAR)
-    return Path(env) if env else REPO_ROOT / "zoo_configs"
+    return Path(env) if env else data_path("zoo_configs")
 
 
 def zoo_config_path(algo: str) -> Path:

@@ -14,10 +14,6 @@ _MODULES = (
     "torch",
     "gymnasium",
     "lightning",
-    "lightning.pytorch.loggers.mlflow",
-    "mlflow",
-    "mlflow.tracking",
-    "mlflow.store.tracking.sqlalchemy_store",
     "lit_sb3.trainer",
     "lit_sb3.datamodule",
     "lit_sb3.callbacks",
@@ -26,6 +22,9 @@ _MODULES = (
     "lit_sb3.zoo.wrappers",
     "lit_sb3.zoo.registry",
     "lit_sb3.zoo.runner",
+    "lit_sb3.zoo.tracking.logger",  # Lightning's MLFlowLogger and MLflow's client
+    "lit_sb3.zoo.worker.callbacks",
+    "lit_sb3.zoo.worker.guards",
 )
 
 
@@ -43,9 +42,9 @@ def _warm() -> None:
     except Exception:  # noqa: BLE001
         pass
     try:
-        from sqlalchemy.orm import configure_mappers
+        from lit_sb3.zoo.tracking import warm_imports
 
-        configure_mappers()
+        warm_imports()
     except Exception:  # noqa: BLE001
         pass
 

@@ -121,14 +121,6 @@ def _send(queue: Any, item: tuple[Any, ...]) -> None:
         queue.put_nowait(item)
 
 
-def _open_job_runs(client: Any, target: TrackingTarget, job_id: str, parent_id: str | None) -> list[Any]:
-    """The job's runs under the same grid run (any status)."""
-    flt = f"tags.`lit_sb3.job_id` = '{job_id}'"
-    if parent_id:
-        flt += f" and tags.`mlflow.parentRunId` = '{parent_id}'"
-    return list(client.search_runs([target.experiment_id], filter_string=flt, max_results=1000))
-
-
 def claim_run(spec: JobSpec, target: TrackingTarget, run_id: str) -> str:
     """The run this attempt logs to: ``run_id`` on the first attempt; on a Ray retry (an earlier attempt
     claimed it and its worker was lost) the job's RUNNING runs are marked KILLED and a new run is created.
@@ -138,27 +130,22 @@ def claim_run(spec: JobSpec, target: TrackingTarget, run_id: str) -> str:
         target: where to log.
         run_id: the run the launcher created for the job.
     """
-    from mlflow import MlflowClient
+    from lit_sb3.zoo.tracking import connect, run_environment_tags
 
-    from lit_sb3.zoo.tracking import FAILURE_TAG, Tracking, run_environment_tags
-
-    client = MlflowClient(tracking_uri=target.uri)
-    run = client.get_run(run_id)
+    store = connect(target)
+    run = store.get_run(run_id)
     me = f"{socket.gethostname()}:{os.getpid()}"
     if ATTEMPT_TAG not in run.data.tags and run.info.status == "RUNNING":
-        client.set_tag(run_id, ATTEMPT_TAG, f"1 {me}")
+        store.set_tags(run_id, {ATTEMPT_TAG: f"1 {me}"})
         return run_id
     parent_id = run.data.tags.get("mlflow.parentRunId")
     attempt = 1
-    for old in _open_job_runs(client, target, spec.job_id, parent_id):
+    for old in store.job_attempts(spec.job_id, parent_id):
         with contextlib.suppress(ValueError, IndexError):
             attempt = max(attempt, int(old.data.tags.get(ATTEMPT_TAG, "1").split()[0]))
         if old.info.status == "RUNNING":
-            client.set_tag(old.info.run_id, FAILURE_TAG, "killed: its Ray worker was lost; Ray retried the job")
-            client.set_terminated(old.info.run_id, "KILLED")
-    new_id = Tracking(client, target).create_job_run(spec, parent_id, run_environment_tags())
-    client.set_tag(new_id, ATTEMPT_TAG, f"{attempt + 1} {me}")
-    return new_id
+            store.fail_run(old.info.run_id, "killed: its Ray worker was lost; Ray retried the job", "KILLED")
+    return store.create_job_run(spec, parent_id, run_environment_tags(), tags={ATTEMPT_TAG: f"{attempt + 1} {me}"})
 
 
 def ray_job(spec_json: str, target: TrackingTarget, run_id: str, queue: Any) -> dict[str, Any]:
@@ -365,11 +352,11 @@ class RayLauncher(Launcher):
         ids = [job.run_id]
         if self._target is not None and self._target.experiment_id is not None:
             with contextlib.suppress(Exception):
-                from mlflow import MlflowClient
+                from lit_sb3.zoo.tracking import connect
 
-                client = MlflowClient(tracking_uri=self._target.uri)
-                parent = client.get_run(job.run_id).data.tags.get("mlflow.parentRunId")
-                runs = _open_job_runs(client, self._target, job.spec.job_id, parent)
+                store = connect(self._target)
+                parent = store.get_run(job.run_id).data.tags.get("mlflow.parentRunId")
+                runs = store.job_attempts(job.spec.job_id, parent)
                 runs.sort(key=lambda r: r.info.start_time or 0)
                 ids = [r.info.run_id for r in runs if r.info.status == "RUNNING"]
                 if runs:

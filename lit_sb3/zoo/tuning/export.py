@@ -116,7 +116,7 @@ def log_study_figures(study: Any, client: Any, run_id: str, log: Any = print) ->
 
     Args:
         study: the study.
-        client: ``MlflowClient``.
+        client: the study run's :class:`~lit_sb3.zoo.tracking.Tracking` (``log_figure``, ``log_dict``).
         run_id: the study run.
         log: where to print messages.
     """

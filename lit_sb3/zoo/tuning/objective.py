@@ -18,14 +18,13 @@ A pruned trial raises ``optuna.TrialPruned`` (state PRUNED) after tagging its ru
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError
-from lit_sb3.zoo.tracking import FAILURE_TAG, RUN_TYPE, TrackingTarget, flatten_params
+from lit_sb3.zoo.tracking import FAILURE_TAG, TrackingTarget, job_params, readable
 
 __all__ = ["TuneSettings", "Objective", "TrialFailed", "LAST_N", "OBJECTIVES", "override_text"]
 
@@ -63,6 +62,7 @@ class TuneSettings:
         tracking: MLflow target.
         parent_run_id: the study invocation's MLflow run.
         device: torch device of the jobs.
+        n_evaluations: evaluations reported per seed (0: every periodic evaluation).
     """
 
     algo: str
@@ -85,6 +85,7 @@ class TuneSettings:
     tracking: TrackingTarget
     parent_run_id: str | None
     device: str = "cpu"
+    n_evaluations: int = 0
 
 
 def override_text(value: Any) -> str:
@@ -126,19 +127,19 @@ class Objective:
 
     def __init__(self, settings: TuneSettings) -> None:
         self.settings = settings
-        self._client: Any = None
+        self._store: Any = None
         self._base: Any = None
         self._env_tags: dict[str, str] | None = None
 
     # -- helpers -------------------------------------------------------------------------------------------
     @property
-    def client(self) -> Any:
-        """The MlflowClient (made once per process)."""
-        if self._client is None:
-            from mlflow import MlflowClient
+    def store(self) -> Any:
+        """The :class:`~lit_sb3.zoo.tracking.Tracking` of the study's experiment (made once per process)."""
+        if self._store is None:
+            from lit_sb3.zoo.tracking import connect
 
-            self._client = MlflowClient(tracking_uri=self.settings.tracking.uri)
-        return self._client
+            self._store = connect(self.settings.tracking)
+        return self._store
 
     def base_config(self) -> Any:
         """The algo/env zoo config before tuning."""
@@ -148,41 +149,28 @@ class Objective:
             self._base = resolve(self.settings.algo, self.settings.env_id)
         return self._base
 
-    def _log_params(self, run_id: str, params: Mapping[str, str]) -> None:
-        from mlflow.entities import Param
-
-        items = [Param(k, v) for k, v in sorted(params.items())]
-        for i in range(0, len(items), 100):
-            self.client.log_batch(run_id, params=items[i : i + 100])
-
-    def _create_trial_run(self, trial: Any, sampled: Mapping[str, Any], job_params: Mapping[str, Any]) -> str:
+    def _create_trial_run(self, trial: Any, sampled: Mapping[str, Any], first_seed: Any) -> str:
         s = self.settings
         tags = {
-            **({"mlflow.parentRunId": s.parent_run_id} if s.parent_run_id else {}),
-            RUN_TYPE: "trial",
             "lit_sb3.algo": s.algo,
             "lit_sb3.env": s.env_id,
             "lit_sb3.study_name": s.study_name,
             "lit_sb3.trial_number": str(trial.number),
             STATE_TAG: "running",
         }
-        run = self.client.create_run(s.tracking.experiment_id, run_name=f"trial-{trial.number}", tags=tags)
-        params = flatten_params(job_params)
+        params = job_params(first_seed)  # the resolved config in one namespace, as a job run's
+        params.pop("seed", None)  # the trial's seed runs have their own
         for name, value in sampled.items():
-            params.setdefault(name, value if isinstance(value, str) else json.dumps(value))
+            params.setdefault(name, readable(value))
         params.update(seeds_per_trial=str(s.seeds_per_trial), objective=s.objective, eval_freq=str(s.eval_freq),
                       eval_episodes=str(s.eval_episodes))  # fmt: skip
-        self._log_params(run.info.run_id, params)
-        return str(run.info.run_id)
+        return self.store.create_run("trial", f"trial-{trial.number}", tags, s.parent_run_id, params)
 
     def _end(self, run_id: str, state: str, status: str, metrics: Mapping[str, float],
              extra_tags: Mapping[str, str] | None = None) -> None:  # fmt: skip
-        from mlflow.entities import Metric, RunTag
-
-        tags = [RunTag(STATE_TAG, state)] + [RunTag(k, v) for k, v in (extra_tags or {}).items()]
-        metric_items = [Metric(k, float(v), 0, 0) for k, v in metrics.items() if v is not None and math.isfinite(v)]
-        self.client.log_batch(run_id, metrics=metric_items, tags=tags)
-        self.client.set_terminated(run_id, status)
+        self.store.set_tags(run_id, {STATE_TAG: state, **(extra_tags or {})})
+        self.store.log_metrics(run_id, metrics)
+        self.store.end_run(run_id, status)
 
     # -- the objective -------------------------------------------------------------------------------------
     def __call__(self, trial: Any) -> float:
@@ -195,7 +183,7 @@ class Objective:
 
         from lit_sb3.zoo.jobs import plan_grid
         from lit_sb3.zoo.runner import run_job
-        from lit_sb3.zoo.tracking import Tracking, run_environment_tags
+        from lit_sb3.zoo.tracking import run_environment_tags
         from lit_sb3.zoo.tuning.pruning import TrialReporter
         from lit_sb3.zoo.tuning.search_spaces import sample_params, space_from_jsonable, to_hyperparameters
 
@@ -213,13 +201,15 @@ class Objective:
                 eval_episodes=s.eval_episodes, overrides={k: override_text(v) for k, v in hp.items()},
                 device=s.device,
             )  # fmt: skip
+            _check_grid(s, jobs[0])
         except BenchError as exc:
             trial.set_user_attr("failure_reason", f"invalid hyperparameters: {exc}")
             raise TrialFailed(f"invalid hyperparameters: {exc}") from exc
+        trial.set_user_attr("budget_per_seed", jobs[0].n_timesteps)
 
-        run_id = self._create_trial_run(trial, sampled, jobs[0].params)
+        run_id = self._create_trial_run(trial, sampled, jobs[0])
         trial.set_user_attr("mlflow_run_id", run_id)
-        tracking = Tracking(self.client, s.tracking)
+        tracking = self.store
         if self._env_tags is None:
             self._env_tags = run_environment_tags()
         curves: list[list[float]] = []
@@ -227,27 +217,26 @@ class Objective:
         env_steps = 0
         try:
             for k, spec in enumerate(jobs):
-                seed_run = tracking.create_job_run(spec, run_id, self._env_tags)
-                self.client.log_batch(seed_run, tags=_tags({
-                    RUN_TYPE: "trial_seed", "lit_sb3.study_name": s.study_name,
-                    "lit_sb3.trial_number": str(trial.number), "lit_sb3.seed_index": str(k),
-                }))  # fmt: skip
-                reporter = TrialReporter(trial, k, s.n_timesteps, s.eval_freq, curves)
+                seed_run = tracking.create_job_run(spec, run_id, self._env_tags, run_type="trial_seed", tags={
+                    "lit_sb3.study_name": s.study_name, "lit_sb3.trial_number": str(trial.number),
+                    "lit_sb3.seed_index": str(k),
+                })  # fmt: skip
+                reporter = TrialReporter(trial, k, s.n_timesteps, s.eval_freq, curves, s.n_evaluations or None)
                 result = run_job(spec, s.tracking, run_id=seed_run, on_evaluation=reporter, stopped_status="KILLED")
                 env_steps += int(result.env_steps)
                 if result.status != "FINISHED" and reporter.pruned_at is None:
                     reason = result.failure_reason or f"seed {spec.seed} ended {result.status}"
-                    self.client.set_tag(seed_run, STATE_TAG, "failed")
+                    tracking.set_tags(seed_run, {STATE_TAG: "failed"})
                     raise TrialFailed(f"seed {spec.seed}: {reason}")
                 if reporter.pruned_at is not None:
-                    self.client.set_tag(seed_run, STATE_TAG, "pruned")
+                    tracking.set_tags(seed_run, {STATE_TAG: "pruned"})
                     trial.set_user_attr("env_steps", env_steps)
                     trial.set_user_attr("pruned_at_step", reporter.pruned_at)
                     self._end(run_id, "pruned", "KILLED",
                               {"trial/env_steps": env_steps, "trial/last_reported": reporter.last_reported},
                               {"lit_sb3.pruned_at_step": str(reporter.pruned_at)})  # fmt: skip
                     raise optuna.TrialPruned(f"pruned at step {reporter.pruned_at} (seed {spec.seed})")
-                self.client.set_tag(seed_run, STATE_TAG, "complete")
+                tracking.set_tags(seed_run, {STATE_TAG: "complete"})
                 curves.append([float(v) for _, v in result.evaluations])
                 scores.append(float(result.score))
             value = objective_value(s.objective, curves, scores)
@@ -282,7 +271,25 @@ class Objective:
         return value
 
 
-def _tags(values: Mapping[str, str]) -> list[Any]:
-    from mlflow.entities import RunTag
+def _check_grid(s: TuneSettings, spec: Any) -> None:
+    """Fail a trial at once when its sampled rollout or warm-up does not fit the evaluation grid.
 
-    return [RunTag(k, v) for k, v in values.items()]
+    Each requested evaluation (every ``eval_freq`` env steps) must see an updated policy and, on-policy, fall
+    on its own rollout boundary: one rollout (``n_steps x n_envs``) <= ``eval_freq``; off-policy, the first
+    update (:func:`lit_sb3.zoo.budget.first_update_step`) <= ``eval_freq``.
+    """
+    from lit_sb3.zoo.budget import first_update_step, rollout_size
+
+    cfg = spec.resolved_config()
+    rollout = rollout_size(s.algo, cfg.algo_kwargs, cfg.n_envs)
+    if rollout is not None and rollout > s.eval_freq:
+        raise BenchError(
+            f"a rollout of n_steps x n_envs = {rollout:,} env steps is longer than the {s.eval_freq:,} env steps "
+            "between two evaluations"
+        )
+    first = first_update_step(s.algo, cfg.algo_kwargs, cfg.n_envs)
+    if rollout is None and first > s.eval_freq:
+        raise BenchError(
+            f"the first update comes after {first:,} env steps (learning_starts + 2 x train_freq x n_envs), "
+            f"after the first evaluation at {s.eval_freq:,}"
+        )

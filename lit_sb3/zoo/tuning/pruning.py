@@ -6,10 +6,13 @@ evaluation hook: after each periodic evaluation it calls ``trial.report`` and re
 cleanly) when ``trial.should_prune()``.
 
 Reporting with several seeds per trial (seeds run one after the other): evaluation ``i`` of seed ``k`` is
-reported as the mean of evaluations ``i`` of seeds ``0..k``, at step ``k * n_timesteps + (i + 1) * eval_freq``
-(the env steps the trial has used at that point, on the nominal evaluation grid; the actual step of a
-vectorised env can be a few steps off). Every trial of a study uses the same grid, so the pruner always
-compares trials at the same (seed, evaluation) point.
+reported as the mean of evaluations ``i`` of seeds ``0..k``, at step ``k * n_timesteps + (i + 1) * eval_freq``:
+the requested step of the evaluation on the study's grid (``n_timesteps`` is the budget asked per seed, so
+every reported step lies within the trial's budget, which is that budget or more when an on-policy trial
+rounds it up to whole rollouts). The evaluation itself ran at the first rollout boundary at or after the
+requested step (on-policy) and is logged to MLflow at that real step. Every trial of a study uses the same
+grid, so the pruner always compares trials at the same (seed, evaluation) point. At most ``n_evaluations``
+evaluations per seed are reported.
 """
 
 from __future__ import annotations
@@ -57,10 +60,13 @@ class TrialReporter:
         n_timesteps: env-step budget of one seed.
         eval_freq: env steps between evaluations.
         previous: evaluation returns of seeds ``0..k-1`` (one list per seed, in evaluation order).
+        n_evaluations: report at most this many evaluations of the seed (None: all).
     """
 
     def __init__(self, trial: Any, seed_index: int, n_timesteps: int, eval_freq: int,
-                 previous: list[list[float]]) -> None:  # fmt: skip
+                 previous: list[list[float]], n_evaluations: int | None = None) -> None:  # fmt: skip
+        self.n_evaluations = n_evaluations
+        self.reported: list[int] = []
         self.trial = trial
         self.seed_index = seed_index
         self.n_timesteps = n_timesteps
@@ -86,6 +92,8 @@ class TrialReporter:
             mean_reward: the evaluation's mean return.
         """
         index = len(self.values)
+        if self.n_evaluations is not None and index >= self.n_evaluations:
+            return True  # past the study's grid (a rounded-up budget can fit one more): not reported
         self.values.append(float(mean_reward))
         column = [v[index] for v in self.previous if len(v) > index] + [float(mean_reward)]
         value = sum(column) / len(column)
@@ -94,6 +102,7 @@ class TrialReporter:
         if not math.isfinite(value):
             return True  # the divergence guard fails the run; nothing sensible to report
         self.trial.report(value, report_step)
+        self.reported.append(report_step)
         if self.trial.should_prune():
             self.pruned_at = report_step
             return False

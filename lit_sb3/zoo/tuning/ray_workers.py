@@ -63,19 +63,15 @@ class LostTrialCallback:
         run_id = trial.user_attrs.get("mlflow_run_id")
         if run_id:
             with contextlib.suppress(Exception):
-                from mlflow import MlflowClient
+                from lit_sb3.zoo.tracking import TrackingTarget, connect
 
-                from lit_sb3.zoo.tracking import FAILURE_TAG
-
-                client = MlflowClient(tracking_uri=self.tracking_uri)
-                run = client.get_run(run_id)
-                flt = f"tags.`mlflow.parentRunId` = '{run_id}' and attributes.status = 'RUNNING'"
-                for child in client.search_runs([run.info.experiment_id], filter_string=flt):
-                    client.set_terminated(child.info.run_id, "KILLED")
+                store = connect(TrackingTarget(self.tracking_uri, ""))
+                run = store.get_run(run_id)
+                store.use_run_experiment(run)
+                store.kill_open_children(run_id)
                 if run.info.status == "RUNNING":
-                    client.set_tag(run_id, "lit_sb3.trial_state", "lost")
-                    client.set_tag(run_id, FAILURE_TAG, "killed: its worker was lost (no heartbeat); trial re-enqueued")
-                    client.set_terminated(run_id, "KILLED")
+                    store.set_tags(run_id, {"lit_sb3.trial_state": "lost"})
+                    store.fail_run(run_id, "killed: its worker was lost (no heartbeat); trial re-enqueued", "KILLED")
         self.retry(study, trial)
 
 
@@ -125,11 +121,11 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
     import optuna
     from optuna.trial import TrialState
 
-    from lit_sb3.zoo.tracking import _quiet_mlflow
+    from lit_sb3.zoo.tracking import quiet_mlflow
     from lit_sb3.zoo.tuning.objective import Objective, TrialFailed
     from lit_sb3.zoo.tuning.study import _print_trial, load_or_create_study
 
-    _quiet_mlflow()
+    quiet_mlflow()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_heartbeat_storage(settings.storage, settings.tracking.uri, heartbeat_interval, trial_retries)
     study = load_or_create_study(settings, storage=storage, worker=worker)

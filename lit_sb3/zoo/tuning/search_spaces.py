@@ -61,6 +61,7 @@ DERIVED_PARAMS: dict[str, str] = {
     "one_minus_gamma": "gamma = 1 - value",
     "one_minus_gae_lambda": "gae_lambda = 1 - value",
     "subsample_steps": "gradient_steps = max(train_freq // value, 1)",
+    "n_quantiles": "policy_kwargs.n_quantiles (TQC, QR-DQN)",
     "top_frac_size": "n_top = max(int(value * n_delta), 1) (ARS)",
 }
 
@@ -215,6 +216,17 @@ SEARCH_SPACES: dict[str, dict[str, dict[str, Any]]] = {
         "top_frac_size": _f(0.05, 1.0),
     },
 }
+# sb3-contrib's off-policy algorithms (rl_zoo3 2.9.2 hyperparams_opt.py): TQC is SAC's space plus the quantiles
+# (the zoo samples top_quantiles_to_drop_per_net in [0, min(n_quantiles - 1, 5)]; a fixed [0, 4] keeps every sample
+# valid for n_quantiles >= 5), QR-DQN is DQN's plus n_quantiles. The zoo has no CrossQ sampler: CrossQ uses SAC's
+# space without tau (CrossQ has no target networks).
+SEARCH_SPACES["tqc"] = {
+    **SEARCH_SPACES["sac"],
+    "n_quantiles": {"type": INT, "low": 5, "high": 50},
+    "top_quantiles_to_drop_per_net": {"type": INT, "low": 0, "high": 4},
+}
+SEARCH_SPACES["qrdqn"] = {**SEARCH_SPACES["dqn"], "n_quantiles": {"type": INT, "low": 5, "high": 200}}
+SEARCH_SPACES["crossq"] = {k: v for k, v in SEARCH_SPACES["sac"].items() if k != "tau"}
 
 
 def _family(algo: str) -> str:
@@ -249,9 +261,22 @@ def allowed_names(algo: str) -> set[str]:
         names.discard("subsample_steps")
     if not _continuous_off_policy(algo):
         names -= {"noise_type", "noise_std"}
+    if not _policy_takes(algo, "n_quantiles"):
+        names.discard("n_quantiles")
     if not {"n_delta", "n_top"} <= args:
         names.discard("top_frac_size")
     return names
+
+
+def _policy_takes(algo: str, name: str) -> bool:
+    """Whether ``algo``'s MlpPolicy (or first policy) has the constructor argument ``name``."""
+    import inspect
+
+    from lit_sb3.zoo.registry import get_algo_class
+
+    aliases = get_algo_class(algo).policy_aliases
+    policy = aliases.get("MlpPolicy") or next(iter(aliases.values()), None)
+    return policy is not None and name in inspect.signature(policy.__init__).parameters
 
 
 def search_space_name(algo: str) -> str | None:
@@ -496,7 +521,7 @@ def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str
         elif name == "activation_fn":
             policy_kwargs["activation_fn"] = ACTIVATIONS[value]
             touched_pk = True
-        elif name in ("log_std_init", "ortho_init"):
+        elif name in ("log_std_init", "ortho_init", "n_quantiles"):
             policy_kwargs[name] = value
             touched_pk = True
         elif name == "one_minus_gamma":

@@ -244,9 +244,9 @@ def worker_main(settings: TuneSettings, worker: int = 0) -> int:
     from optuna.study import MaxTrialsCallback
     from optuna.trial import TrialState
 
-    from lit_sb3.zoo.tracking import _quiet_mlflow
+    from lit_sb3.zoo.tracking import quiet_mlflow
 
-    _quiet_mlflow()
+    quiet_mlflow()
     with _quiet_optuna():
         study = load_or_create_study(settings, worker=worker)
         if finished_count(study) >= settings.n_trials:

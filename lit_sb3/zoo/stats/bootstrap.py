@@ -1,23 +1,5 @@
-"""Interval estimates for RL benchmarks (Agarwal et al. 2021), as a vectorised stratified bootstrap.
-
-Same definitions as rliable 1.2 (``rliable.metrics`` / ``rliable.library``), computed for all bootstrap
-replications at once:
-
-* **Stratified bootstrap**: within each task, runs are resampled with replacement, independently per task
-  (index arrays ``[reps, n_runs_task]``), in chunks of replications to bound memory. A resample is kept as
-  per-run *counts* (how often each run was drawn), so every metric is a weighted sum over the original runs:
-  mean, optimality gap, score distributions and probability of improvement are matrix products, and the IQM
-  of a resample is exact without sorting it (the sorted original values are weighted by how much of each
-  value's count falls inside the inter-quartile positions).
-* **Scores** per algorithm are given as a runs × tasks matrix, or as a list of 1-D arrays (one per task) when
-  tasks have different numbers of runs. Unequal counts are stratified per task with their own count.
-  Run-level metrics (IQM, optimality gap, score distributions) then pool all runs, each weighing 1 (as
-  rliable does on a full matrix); task-level metrics (mean, median) use per-task means. For a full matrix both
-  readings coincide with rliable.
-* **CIs** are percentile intervals (``np.percentile``, linear), as rliable's default ``method='percentile'``.
-* **Sample-efficiency curves**: one resample of runs per task is applied to every evaluation (a run keeps its
-  whole curve); rliable resamples each evaluation independently; the per-evaluation marginals are identical.
-"""
+"""The vectorised stratified bootstrap: interval estimates of aggregate metrics, performance profiles,
+probability of improvement and IQM curves, all bootstrap replications at once (see :mod:`lit_sb3.zoo.stats`)."""
 
 from __future__ import annotations
 
@@ -27,22 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-
-__all__ = [
-    "METRICS",
-    "Interval",
-    "Profile",
-    "Curve",
-    "as_tasks",
-    "iqm",
-    "aggregate_point",
-    "aggregate_intervals",
-    "score_distribution",
-    "performance_profiles",
-    "probability_of_improvement",
-    "improvement_intervals",
-    "iqm_curves",
-]
 
 METRICS: tuple[str, ...] = ("median", "iqm", "mean", "optimality_gap")
 _CHUNK_ELEMENTS = 2_000_000  # reps × runs per chunk: bounds memory to a few tens of MB
@@ -196,15 +162,26 @@ class _Pooled:
 
 
 def aggregate_point(scores: ScoreInput, gamma: float = 1.0) -> dict[str, float]:
-    """Point estimates of median, IQM, mean and optimality gap.
+    """Point estimates of median, IQM, mean and optimality gap, computed by ``rliable.metrics``.
+
+    Run-level metrics (IQM, optimality gap) pool all runs; task-level ones (median, mean) use per-task means,
+    so a ragged input (tasks with different numbers of runs) reads as rliable reads a full matrix.
 
     Args:
         scores: runs × tasks matrix or per-task arrays.
         gamma: optimality-gap threshold.
     """
-    pooled = _Pooled(scores)
-    values = pooled.metrics(np.ones((1, pooled.values.size)), gamma)[0]
-    return dict(zip(METRICS, (float(v) for v in values), strict=True))
+    from rliable import metrics
+
+    tasks = as_tasks(scores)
+    pooled = np.concatenate(tasks)[:, None]  # runs × 1: every run weighs 1
+    task_means = np.array([[t.mean() for t in tasks]])  # 1 × tasks
+    return {
+        "median": float(metrics.aggregate_median(task_means)),
+        "iqm": float(metrics.aggregate_iqm(pooled)),
+        "mean": float(metrics.aggregate_mean(task_means)),
+        "optimality_gap": float(metrics.aggregate_optimality_gap(pooled, gamma)),
+    }
 
 
 def aggregate_intervals(
@@ -228,12 +205,12 @@ def aggregate_intervals(
     out: dict[str, dict[str, Interval]] = {}
     for algo, scores in score_dict.items():
         pooled = _Pooled(scores)
-        point = pooled.metrics(np.ones((1, pooled.values.size)), gamma)[0]
+        point = aggregate_point(pooled.tasks, gamma)
         boot = np.concatenate(
             [pooled.metrics(_counts(rng, r, pooled.sizes), gamma) for r in _chunks(reps, pooled.values.size)]
         )
         low, high = _percentiles(boot, confidence)
-        out[algo] = {m: Interval(float(point[i]), float(low[i]), float(high[i])) for i, m in enumerate(METRICS)}
+        out[algo] = {m: Interval(point[m], float(low[i]), float(high[i])) for i, m in enumerate(METRICS)}
     return out
 
 
@@ -284,16 +261,20 @@ def _kernel(x: NDArray[np.float64], y: NDArray[np.float64]) -> NDArray[np.float6
 
 
 def probability_of_improvement(scores_x: ScoreInput, scores_y: ScoreInput) -> float:
-    """P(X > Y): per task the Mann-Whitney U statistic / (n_x n_y), averaged over tasks (rliable's definition).
+    """P(X > Y) by ``rliable.metrics``: per task Mann-Whitney U / (n_x n_y), averaged over tasks.
 
     Args:
         scores_x: runs × tasks of algorithm X (or per-task arrays).
         scores_y: runs × tasks of algorithm Y, same tasks in the same order.
     """
+    from rliable import metrics
+
     tx, ty = as_tasks(scores_x), as_tasks(scores_y)
     if len(tx) != len(ty):
         raise ValueError(f"X has {len(tx)} tasks, Y has {len(ty)}")
-    return float(np.mean([_kernel(x, y).mean() for x, y in zip(tx, ty, strict=True)]))
+    return float(
+        np.mean([metrics.probability_of_improvement(x[:, None], y[:, None]) for x, y in zip(tx, ty, strict=True)])
+    )
 
 
 def improvement_intervals(
@@ -361,7 +342,9 @@ def iqm_curves(
             raise ValueError(f"{algo}: curves must be runs x tasks x {step_arr.size} evals, got {values.shape}")
         order = np.argsort(values, axis=0, kind="stable")  # per eval
         sorted_values = np.take_along_axis(values, order, axis=0).T  # [evals, runs]
-        point = np.array([iqm(values[:, e]) for e in range(step_arr.size)])
+        from rliable import metrics
+
+        point = np.array([metrics.aggregate_iqm(values[:, e]) for e in range(step_arr.size)], dtype=np.float64)
         n_evals = step_arr.size
         boot_parts = []
         for r in _chunks(reps, values.shape[0] * n_evals):

@@ -1,0 +1,245 @@
+"""CrossQ (Bhatt et al. 2024) — sb3-contrib's CrossQ as a LightningModule.
+
+Paper: https://arxiv.org/abs/1902.05605 (ICLR 2024, "CrossQ: Batch Normalization in Deep Reinforcement Learning
+for Greater Sample Efficiency and Simplicity").
+
+CrossQ is SAC without target networks: the critics carry Batch Renormalization layers and evaluate (s, a) and
+(s', a') in ONE joint forward pass, so that the normalisation statistics are those of the mixture of both
+batches; the bootstrap target uses the current critics (stopped gradient). The actor (and the entropy
+coefficient) is updated every ``policy_delay`` gradient steps. It subclasses :class:`~lit_sb3.algorithms.sac.SAC`
+and keeps its entropy-coefficient tuning and optimizers; the update in :meth:`CrossQ.train` reads top to bottom.
+Speed: the joint forward of all critics is one batched call, fused Adam, the actor loss back-propagated into the
+actor only, BatchRenorm modes switched by flipping a flag on a list built once, losses kept as tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch as th
+from gymnasium import spaces
+from torch import nn
+from torch.nn import functional as F
+
+from lit_sb3.algorithms.sac import SAC, _mean
+from lit_sb3.buffers.replay import ReplayBuffer
+from lit_sb3.core.noise import ActionNoise
+from lit_sb3.core.types import Schedule
+from lit_sb3.policies.base import BasePolicy
+from lit_sb3.policies.batch_renorm import BatchRenorm
+from lit_sb3.policies.crossq import CrossQActor, CrossQCritic, CrossQPolicy, MlpPolicy
+from lit_sb3.policies.registry import register_class
+
+__all__ = ["CrossQ"]
+
+register_class(CrossQPolicy)
+
+
+def _set_mode(modules: list[nn.Module], mode: bool) -> None:
+    """Training (``True``: batch statistics, running statistics updated) or evaluation mode of BatchRenorm layers."""
+    for module in modules:
+        module.training = mode
+
+
+class CrossQ(SAC):
+    """CrossQ, with sb3-contrib 2.x arguments and defaults.
+
+    Args:
+        policy: ``"MlpPolicy"`` or a policy class.
+        learning_rate: learning rate (actor, critics and entropy coefficient), constant or schedule.
+        buffer_size: replay buffer capacity.
+        learning_starts: env steps of uniform random actions before learning.
+        batch_size: minibatch size.
+        gamma: discount factor.
+        train_freq: update every n steps, or ``(n, "episode")``.
+        gradient_steps: gradient steps per update (-1: as many as env steps collected).
+        action_noise: extra exploration noise.
+        replay_buffer_class: replay buffer class (None: chosen automatically).
+        replay_buffer_kwargs: replay buffer arguments.
+        optimize_memory_usage: memory-efficient replay buffer.
+        n_steps: n-step returns.
+        ent_coef: entropy coefficient; ``"auto"`` learns it (initial value 1), ``"auto_0.1"`` starts at 0.1.
+        target_entropy: target entropy when learning ``ent_coef``; ``"auto"`` is ``-dim(A)``.
+        policy_delay: update the actor and the entropy coefficient every n gradient steps.
+        use_sde: gSDE exploration instead of Gaussian noise.
+        sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
+        use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
+        stats_window_size: episodes averaged for logging.
+        tensorboard_log: accepted for SB3 compatibility.
+        policy_kwargs: policy arguments (``batch_norm_momentum``, ``renorm_warmup_steps``, ...).
+        verbose: verbosity level.
+        seed: random seed.
+        device: torch device.
+    """
+
+    zoo_name: ClassVar[str] = "crossq"
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
+    default_run_name: ClassVar[str] = "CrossQ"
+    search_space: ClassVar[str | None] = "crossq"
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {"MlpPolicy": MlpPolicy}
+    policy: CrossQPolicy
+    actor: CrossQActor
+    critic: CrossQCritic
+
+    def __init__(
+        self,
+        policy: str | type[CrossQPolicy],
+        learning_rate: float | Schedule = 1e-3,
+        buffer_size: int = 1_000_000,
+        learning_starts: int = 100,
+        batch_size: int = 256,
+        gamma: float = 0.99,
+        train_freq: int | tuple[int, str] = 1,
+        gradient_steps: int = 1,
+        action_noise: ActionNoise | None = None,
+        replay_buffer_class: type[ReplayBuffer] | None = None,
+        replay_buffer_kwargs: dict[str, Any] | None = None,
+        optimize_memory_usage: bool = False,
+        n_steps: int = 1,
+        ent_coef: str | float = "auto",
+        target_entropy: str | float = "auto",
+        policy_delay: int = 3,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        use_sde_at_warmup: bool = False,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate,
+            buffer_size,
+            learning_starts,
+            batch_size,
+            1.0,
+            gamma,
+            train_freq,
+            gradient_steps,
+            action_noise,
+            replay_buffer_class,
+            replay_buffer_kwargs,
+            optimize_memory_usage,
+            n_steps,
+            ent_coef,
+            1,
+            target_entropy,
+            use_sde,
+            sde_sample_freq,
+            use_sde_at_warmup,
+            stats_window_size,
+            tensorboard_log,
+            policy_kwargs,
+            verbose,
+            seed,
+            device,
+        )  # fmt: skip  (tau=1, target_update_interval=1: unused, CrossQ has no target networks)
+        if isinstance(policy_delay, bool) or not isinstance(policy_delay, int) or policy_delay < 1:
+            raise ValueError(f"policy_delay must be an integer >= 1, got {policy_delay!r}.")
+        self.policy_delay = policy_delay
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        # BatchRenorm behaves differently in training and evaluation mode: collection must use evaluation mode
+        self._mode_matters = True
+
+    def _create_aliases(self) -> None:
+        self.actor = self.policy.actor
+        self.critic = self.policy.critic
+
+    def _build_param_lists(self) -> None:
+        """Parameter and BatchRenorm lists, built once."""
+        self._actor_params = list(self.actor.parameters())
+        self._actor_norms = [m for m in self.actor.modules() if isinstance(m, BatchRenorm)]
+        self._critic_norms = [m for m in self.critic.modules() if isinstance(m, BatchRenorm)]
+
+    def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
+        """CrossQ update: ``gradient_steps`` critic steps, the actor and entropy coefficient every ``policy_delay``.
+
+        Args:
+            gradient_steps: number of gradient steps (a bool calls ``nn.Module.train(mode)``).
+            batch_size: minibatch size.
+        """
+        if isinstance(gradient_steps, bool):
+            return nn.Module.train(self, gradient_steps)
+        assert self.replay_buffer is not None
+        self.policy.set_training_mode(True)
+        optimizers = [self.actor.optimizer, self.critic.optimizer]
+        if self.ent_coef_optimizer is not None:
+            optimizers.append(self.ent_coef_optimizer)
+        self._update_learning_rate(optimizers)
+        actor, critic = self.actor, self.critic
+
+        ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
+        for _ in range(gradient_steps):
+            self._n_updates += 1
+            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            discounts = data.discounts if data.discounts is not None else self.gamma
+            if self.use_sde:
+                actor.reset_noise()
+
+            # alpha of this step (the entropy coefficient is updated with the actor, below)
+            ent_coef = th.exp(self.log_ent_coef.detach()) if self.log_ent_coef is not None else self.ent_coef_tensor
+            ent_coefs.append(ent_coef.reshape(()))
+
+            # a' ~ pi(.|s'), the actor's BatchRenorm in evaluation mode (running statistics)
+            with th.no_grad():
+                _set_mode(self._actor_norms, False)
+                next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
+
+            # joint forward of [s, s'] and [a, a'] through all critics: BatchRenorm statistics of the mixture
+            _set_mode(self._critic_norms, True)
+            all_q_values = critic.forward_stacked(
+                th.cat([data.observations, data.next_observations]), th.cat([data.actions, next_actions])
+            )  # [n_critics, 2 * batch, 1]
+            _set_mode(self._critic_norms, False)
+            current_q_values, next_q_values = all_q_values.split(batch_size, dim=1)
+
+            # target without target networks: y = r + gamma * (1 - done) * (min_i Q_i(s', a') - alpha log pi(a'|s'))
+            with th.no_grad():
+                next_q_values = next_q_values.detach().min(dim=0).values - ent_coef * next_log_prob.reshape(-1, 1)
+                target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
+
+            # critic loss: 0.5 * sum_i MSE(Q_i(s, a), y)
+            critic_loss = (
+                0.5 * critic.n_critics * F.mse_loss(current_q_values, target_q_values.expand_as(current_q_values))
+            )
+            critic_losses.append(critic_loss.detach())
+            critic.optimizer.zero_grad(set_to_none=True)
+            self._backward(critic_loss)
+            critic.optimizer.step()
+
+            if self._n_updates % self.policy_delay == 0:
+                # a ~ pi(.|s), the actor's BatchRenorm in training mode
+                _set_mode(self._actor_norms, True)
+                actions_pi, log_prob = actor.action_log_prob(data.observations)
+                log_prob = log_prob.reshape(-1, 1)
+                _set_mode(self._actor_norms, False)
+
+                # entropy coefficient: minimise -log(alpha) * (log pi(a|s) + target_entropy)
+                if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+                    ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+                    ent_coef_losses.append(ent_coef_loss.detach())
+                    self.ent_coef_optimizer.zero_grad(set_to_none=True)
+                    self._backward(ent_coef_loss)
+                    self.ent_coef_optimizer.step()
+
+                # actor loss: alpha * log pi(a|s) - min_i Q_i(s, a), critics in evaluation mode, gradients into the actor
+                min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=0).values
+                actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
+                actor_losses.append(actor_loss.detach())
+                actor.optimizer.zero_grad(set_to_none=True)
+                self._backward(actor_loss, inputs=self._actor_params)
+                actor.optimizer.step()
+
+        self.record("train/n_updates", self._n_updates, exclude="tensorboard")
+        self.record("train/ent_coef", _mean(ent_coefs))
+        if actor_losses:
+            self.record("train/actor_loss", _mean(actor_losses))
+        self.record("train/critic_loss", _mean(critic_losses))
+        if ent_coef_losses:
+            self.record("train/ent_coef_loss", _mean(ent_coef_losses))
+        return None

@@ -1,0 +1,375 @@
+"""``build_report``: aggregates, intervals and verdicts of an experiment's runs, written to report.md,
+report.html, scores.csv, aggregates.json and figures, and logged to MLflow."""
+
+from __future__ import annotations
+
+import csv
+import json
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from lit_sb3.zoo import plots, stats
+from lit_sb3.zoo.normalization import ScoreTable, load_table
+from lit_sb3.zoo.normalization import normalize as normalize_score
+from lit_sb3.zoo.report.blocks import _html, _md, _n, _steps
+from lit_sb3.zoo.report.sections import _blocks, _hyperparams, _protocol, _summary, _verdicts
+from lit_sb3.zoo.results import Results
+
+CURVE_REPS = 2000
+#: runs per algorithm and env below which no verdict is drawn
+MIN_RUNS = 5
+ENGINES = ("fast", "rliable")
+
+
+def _machine() -> str:
+    import os
+
+    return f"{platform.node()} ({platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()})"
+
+
+def _unique_tag(results: Results, key: str) -> str:
+    values = sorted({r.tags.get(key, "") for r in results.runs} - {""})
+    return ", ".join(values) if values else "—"
+
+
+def build_report(
+    results: Results,
+    out_dir: str | Path,
+    *,
+    normalize: str = "reference",
+    reps: int = 50_000,
+    title: str | None = None,
+    table: ScoreTable | None = None,
+    seed: int = 0,
+    command: str | None = None,
+    log_to_mlflow: bool = True,
+    min_runs: int = MIN_RUNS,
+    engine: str = "fast",
+) -> Path:
+    """Write report.md, report.html, scores.csv, aggregates.json and figures/*.{png,svg}; log them to MLflow.
+
+    Args:
+        results: runs read by :func:`lit_sb3.zoo.results.load_results`.
+        out_dir: output folder (created).
+        normalize: ``"reference"`` (random → 0, reference → 1) or ``"none"`` (raw returns).
+        reps: bootstrap replications for aggregates, profiles and probability of improvement.
+        title: report title.
+        table: scores table (default ``benchmarks/scores.yml``; only read when normalising).
+        seed: bootstrap seed.
+        command: the command line shown at the top.
+        log_to_mlflow: log a ``lit_sb3.run_type="report"`` run with the files as artifacts.
+        min_runs: runs per algorithm and env below which no verdict is drawn (intervals are still shown).
+        engine: ``"fast"`` (vectorised bootstrap) or ``"rliable"`` (every interval by ``rliable.library``).
+
+    Returns:
+        The path of report.md.
+    """
+    if normalize not in ("reference", "none"):
+        raise ValueError(f"normalize must be 'reference' or 'none', got {normalize!r}")
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if min_runs < 1:
+        raise ValueError(f"min_runs must be >= 1, got {min_runs}")
+    out = Path(out_dir)
+    fig_dir = out / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    title = title or f"Benchmark report: {results.experiment}"
+    command = command or "build_report(...) (called from Python)"
+    algos, warnings = results.algos, []
+    colors = plots.algo_colors(algos)
+
+    # --- which envs are aggregated, on which scale
+    common = results.common_envs()
+    for env in results.envs:
+        if env not in common:
+            missing = [a for a in algos if not results.select(a, env)]
+            warnings.append(f"{env}: no FINISHED runs for {', '.join(missing)}; left out of the aggregates")
+    if normalize == "reference":
+        table = table or load_table()
+        for env in results.envs:
+            if not table.has(env):
+                warnings.append(f"{env}: not in the score table (version {table.version}); reported raw")
+        tasks = [e for e in common if table.has(e)]
+        if not tasks:
+            warnings.append("no env can be normalised: aggregates use raw returns")
+            tasks, scale = common, "raw return"
+        else:
+            scale = "normalised score"
+    else:
+        tasks, scale = common, "raw return"
+        if len(tasks) > 1:
+            warnings.append("aggregates pool raw returns of different envs (use --normalize reference)")
+
+    def transform(env: str, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        if scale == "normalised score" and table is not None:
+            return np.vectorize(lambda v: normalize_score(v, env, table), otypes=[float])(values)
+        return values
+
+    def norm_or_nan(env: str, v: float) -> float:
+        return normalize_score(v, env, table) if table is not None and table.has(env) else float("nan")
+
+    # --- statistics
+    score_dict = {a: results.scores(a, tasks, transform) for a in algos}
+    all_scores = np.concatenate([np.concatenate(v) for v in score_dict.values()]) if tasks else np.zeros(1)
+    lo_tau, hi_tau = float(all_scores.min()), float(all_scores.max())
+    if scale == "normalised score":
+        lo_tau, hi_tau = min(lo_tau, 0.0), max(hi_tau, 1.0)
+    taus = np.linspace(lo_tau, hi_tau if hi_tau > lo_tau else lo_tau + 1.0, 101)
+    x, x_label, curve_mats = results.aggregate_curves(tasks, transform)
+    curve_reps = min(reps, CURVE_REPS)
+    if engine == "rliable" and tasks:
+        agg, poi, profiles, curves = stats.reference_intervals(
+            score_dict,
+            taus=taus,
+            curve_dict=curve_mats if x.size else None,
+            steps=x,
+            reps=reps,
+            seed=seed,
+        )
+        if len(algos) < 2:
+            poi = {}
+    else:
+        agg = stats.aggregate_intervals(score_dict, reps=reps, seed=seed) if tasks else {}
+        poi = stats.improvement_intervals(score_dict, reps=reps, seed=seed + 1) if tasks and len(algos) > 1 else {}
+        profiles = stats.performance_profiles(score_dict, taus, reps=reps, seed=seed + 2) if tasks else {}
+        curves = stats.iqm_curves(curve_mats, x, reps=curve_reps, seed=seed + 3) if x.size else {}
+
+    # --- sample sizes, budgets, protocol, hyperparameters, normalisation constants
+    counts = {a: [len(results.select(a, e)) for e in tasks] for a in algos}
+    protocol = {env: {a: _protocol(results, env, a) for a in algos if results.select(a, env)} for env in results.envs}
+    algo_steps = {
+        a: _steps([float(v) for e in tasks for v in protocol[e][a]["env_steps_values"]]) if tasks else "—"
+        for a in algos
+    }
+    verdicts = _verdicts(poi, counts, tasks, algo_steps, min_runs)
+    small = sorted(
+        {(a, e, len(results.select(a, e))) for a in algos for e in tasks if len(results.select(a, e)) < min_runs}
+    )
+    sample_warning = None
+    if small:
+        listed = ", ".join(f"{a} n={n} on {e}" for a, e, n in small[:8]) + (" ..." if len(small) > 8 else "")
+        sample_warning = (
+            f"too few runs for a verdict: fewer than {min_runs} runs per algorithm and env ({listed}). "
+            "The intervals below are computed and shown, but with so few runs they mostly span the observed "
+            f"values, so no algorithm is called better. Run at least {min_runs} seeds (bench run --seeds "
+            f"{min_runs}) or lower the threshold with --min-runs."
+        )
+    hyper = {env: {a: _hyperparams(results.select(a, env)) for a in protocol[env]} for env in results.envs}
+    differing = {
+        env: sorted(k for k in {k for h in hp.values() for k in h} if len({h.get(k, "—") for h in hp.values()}) > 1)
+        for env, hp in hyper.items()
+    }
+    constants = (
+        {
+            env: {
+                "random": table.entries[env].random,
+                "reference": table.entries[env].reference,
+                "random_source": table.entries[env].random_source,
+                "reference_source": table.entries[env].reference_source,
+            }
+            for env in results.envs
+            if table.has(env)
+        }
+        if table is not None and normalize == "reference"
+        else {}
+    )
+
+    # --- figures
+    figs: list[tuple[str, str]] = []
+    if agg:
+        plots.plot_aggregates(agg, fig_dir / "aggregates.png", scale)
+        figs.append(("figures/aggregates.png", f"Aggregate metrics of {scale} over {_n(len(tasks), 'env')}"))
+        plots.plot_profiles(profiles, fig_dir / "performance_profiles.png", scale)
+        figs.append(("figures/performance_profiles.png", "Performance profiles (score distributions)"))
+    if poi:
+        has_verdict = {(d["x"], d["y"]): d["kind"] == "better" for d in verdicts}
+        plots.plot_improvement(poi, fig_dir / "probability_of_improvement.png", has_verdict)
+        figs.append(("figures/probability_of_improvement.png", "Probability of improvement"))
+    if curves:
+        plots.plot_iqm_curves(curves, fig_dir / "iqm_curves.png", x_label, f"IQM {scale}")
+        figs.append(("figures/iqm_curves.png", "IQM sample-efficiency curves"))
+    env_figs: dict[str, tuple[str, str]] = {}
+    for env in results.envs:
+        steps, env_curves = results.env_curves(env)
+        if env_curves:
+            name = "figures/curves_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in env) + ".png"
+            plots.plot_env_curves(env, steps, env_curves, out / name, colors, reps=curve_reps, seed=seed)
+            env_figs[env] = (name, f"Learning curves on {env}")
+
+    # --- files: scores.csv
+    with (out / "scores.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "algo",
+                "env",
+                "seed",
+                "run_id",
+                "score",
+                "normalized_score",
+                "env_steps",
+                "wall_seconds",
+                "fps",
+                "config_hash",
+            ]
+        )
+        for r in sorted(results.runs, key=lambda r: (r.algo, r.env, r.seed)):
+            n = norm_or_nan(r.env, r.score)
+            w.writerow(
+                [
+                    r.algo,
+                    r.env,
+                    r.seed,
+                    r.run_id,
+                    r.score,
+                    "" if np.isnan(n) else n,
+                    "" if np.isnan(r.total_timesteps) else int(r.total_timesteps),
+                    r.wall_seconds,
+                    r.fps,
+                    r.config_hash,
+                ]
+            )
+
+    per_env: dict[str, dict[str, Any]] = {}
+    for env in results.envs:
+        per_env[env] = {}
+        for a in algos:
+            runs = results.select(a, env)
+            s = np.array([r.score for r in runs])
+            per_env[env][a] = {
+                "runs": len(runs),
+                "seeds": [r.seed for r in runs],
+                "not_finished": results.not_finished.get((a, env), 0),
+                "mean": float(s.mean()) if s.size else None,
+                "std": float(s.std()) if s.size else None,
+                "iqm": stats.iqm(s) if s.size else None,
+                "normalized_iqm": stats.iqm([norm_or_nan(env, v) for v in s])
+                if s.size and table is not None and table.has(env)
+                else None,
+            }
+    timing = {}
+    for a in algos:
+        runs = [r for r in results.runs if r.algo == a]
+        wall = np.array([r.wall_seconds for r in runs])
+        fps = np.array([r.fps for r in runs])
+        timing[a] = {
+            "runs": len(runs),
+            "wall_seconds_total": float(np.nansum(wall)),
+            "wall_seconds_mean": float(np.nanmean(wall)) if np.isfinite(wall).any() else None,
+            "fps_mean": float(np.nanmean(fps)) if np.isfinite(fps).any() else None,
+        }
+    provenance = {
+        "tracking_uri": results.tracking_uri,
+        "experiment": results.experiment,
+        "experiment_id": results.experiment_id,
+        "run_ids": sorted(r.run_id for r in results.runs),
+        "config_hashes": {
+            f"{a}/{e}": sorted({r.config_hash for r in results.select(a, e)})
+            for a in algos
+            for e in results.envs
+            if results.select(a, e)
+        },
+        "lit_sb3_version": _unique_tag(results, "lit_sb3.version"),
+        "torch_version": _unique_tag(results, "torch.version"),
+        "gymnasium_version": _unique_tag(results, "gymnasium.version"),
+        "git_commit": _unique_tag(results, "git.commit"),
+        "machine": _machine(),
+        "generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+    not_finished = [
+        {"algo": a, "env": e, "count": n, "reasons": results.failure_reasons.get((a, e), [])}
+        for (a, e), n in sorted(results.not_finished.items())
+    ]
+    summary = _summary(agg, verdicts, scale, counts, tasks, algo_steps)
+    aggregates = {
+        "title": title,
+        "command": command,
+        "engine": engine,
+        "min_runs": min_runs,
+        "sample_warning": sample_warning,
+        "scale": scale,
+        "normalize": normalize,
+        "table_version": table.version if table is not None and normalize == "reference" else None,
+        "table_path": str(table.path) if table is not None and table.path and normalize == "reference" else None,
+        "normalization_constants": constants,
+        "reps": reps,
+        "curve_reps": curve_reps,
+        "seed": seed,
+        "confidence": 0.95,
+        "tasks": tasks,
+        "runs_per_task": counts,
+        "aggregates": {a: {m: iv.as_dict() for m, iv in d.items()} for a, d in agg.items()},
+        "probability_of_improvement": [{"x": x_, "y": y_, **iv.as_dict()} for (x_, y_), iv in poi.items()],
+        "verdicts": [{k: v for k, v in d.items() if k != "interval"} | d["interval"].as_dict() for d in verdicts],
+        "performance_profiles": {
+            a: {"taus": p.taus.tolist(), "point": p.point.tolist(), "low": p.low.tolist(), "high": p.high.tolist()}
+            for a, p in profiles.items()
+        },
+        "iqm_curves": {
+            "x": x.tolist(),
+            "x_label": x_label,
+            **{
+                a: {"point": c.point.tolist(), "low": c.low.tolist(), "high": c.high.tolist()}
+                for a, c in curves.items()
+            },
+        },
+        "protocol": protocol,
+        "hyperparameters": hyper,
+        "differing_hyperparameters": differing,
+        "per_env": per_env,
+        "timing": timing,
+        "not_finished": not_finished,
+        "warnings": warnings,
+        "summary": summary,
+        "provenance": provenance,
+    }
+    (out / "aggregates.json").write_text(json.dumps(aggregates, indent=2, allow_nan=False, default=_nan_none))
+
+    blocks = _blocks(aggregates, verdicts, figs, env_figs, results)
+    (out / "report.md").write_text(_md(blocks))
+    (out / "report.html").write_text(_html(blocks, title, out))
+    aggregates["seconds"] = time.perf_counter() - started
+    if log_to_mlflow:
+        _log(results, out, aggregates)
+    return out / "report.md"
+
+
+def _nan_none(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    raise TypeError(type(obj).__name__)
+
+
+def _log(results: Results, out: Path, aggregates: dict[str, Any]) -> None:
+    from lit_sb3.zoo.tracking import TrackingTarget, connect
+
+    store = connect(TrackingTarget(results.tracking_uri, results.experiment, None, results.experiment_id))
+    rid = store.create_run(
+        "report",
+        run_name=f"report-{time.strftime('%Y%m%d-%H%M%S')}",
+        tags={"lit_sb3.command": aggregates["command"][:5000], "lit_sb3.report_title": aggregates["title"]},
+    )
+    metrics = {}
+    for algo, d in aggregates["aggregates"].items():
+        for m, iv in d.items():
+            for k, v in iv.items():
+                metrics[f"report/{algo}/{m}" + ("" if k == "point" else f"_{k}")] = float(v)
+    for d in aggregates["probability_of_improvement"]:
+        metrics[f"report/poi/{d['x']}_vs_{d['y']}"] = float(d["point"])
+    keys = ("normalize", "reps", "seed", "table_version", "scale", "engine", "min_runs")
+    params = {k: str(aggregates[k]) for k in keys}
+    params["tasks"] = ",".join(aggregates["tasks"])
+    store.log_metrics(rid, metrics)
+    store.log_params(rid, params)
+    store.log_artifacts(rid, out)
+    store.end_run(rid, "FINISHED")
+
+
+_Transform = Callable[[str, NDArray[np.float64]], NDArray[np.float64]]

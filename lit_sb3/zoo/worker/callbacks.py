@@ -1,0 +1,226 @@
+"""The SB3-style callbacks of a job: periodic evaluation, evaluation hooks, progress and reward checks.
+
+:func:`job_callbacks` builds the three, wired to each other: the evaluation callback calls the hook callback
+after each evaluation, which records the curve, forces a progress snapshot and calls the hooks; the progress
+callback reads the last evaluation from the evaluation callback.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from lit_sb3.callbacks import BaseCallback
+from lit_sb3.callbacks.eval import EvalCallback
+from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress
+
+__all__ = ["HookCallback", "JobEvalCallback", "ProgressCallback", "job_callbacks"]
+
+EvalRow = tuple[int, float, float, float]
+"""``(env steps, mean reward, std reward, mean episode length)`` of one evaluation."""
+
+
+class ProgressCallback(BaseCallback):
+    """Progress snapshots about once a second; NaN/inf rewards raise :class:`DivergenceError`.
+
+    Args:
+        job_id: the job.
+        total: its env-step budget.
+        progress: receives the snapshots (None: none are made).
+    """
+
+    def __init__(self, job_id: str, total: int, progress: Callable[[JobProgress], None] | None) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self.total = total
+        self.progress = progress
+        self.eval_cb: JobEvalCallback | None = None
+        self.last_sent = 0.0
+        self.t0 = time.monotonic()
+
+    def _on_training_start(self) -> None:
+        self.t0 = time.monotonic()
+
+    def report(self, force: bool = False) -> None:
+        """Send a snapshot (at most one a second unless ``force``)."""
+        now = time.monotonic()
+        if self.progress is None or (not force and now - self.last_sent < 1.0):
+            return
+        self.last_sent = now
+        model = self.model
+        assert model is not None
+        buf = model.ep_info_buffer
+        last_return = float(buf[-1]["r"]) if buf else math.nan
+        evaluated = self.eval_cb is not None and self.eval_cb.last_eval_step
+        last_eval = float(self.eval_cb.last_mean_reward) if evaluated else math.nan
+        steps = int(model.num_timesteps)
+        fps = steps / max(now - self.t0, 1e-9)
+        self.progress(JobProgress(self.job_id, steps, self.total, fps, last_return, last_eval))
+
+    def _on_step(self) -> bool:
+        rewards = self.locals.get("rewards")
+        if rewards is not None and not np.all(np.isfinite(rewards)):
+            bad = float(np.asarray(rewards)[~np.isfinite(rewards)][0])
+            raise DivergenceError("rollout/reward", int(self.num_timesteps), bad)
+        if self.n_calls % 32 == 0:
+            self.report()
+        return True
+
+
+class HookCallback(BaseCallback):
+    """After each evaluation: record the curve, report progress, call the hooks (one returning ``False`` stops
+    the run).
+
+    Args:
+        hooks: the evaluation hooks.
+        progress_cb: forced to report after each evaluation.
+    """
+
+    def __init__(self, hooks: Sequence[EvaluationHook], progress_cb: ProgressCallback) -> None:
+        super().__init__()
+        self.hooks = list(hooks)
+        self.progress_cb = progress_cb
+        self.rows: list[EvalRow] = []
+        self.stopped = False
+
+    def record(self) -> None:
+        """Append the parent's last evaluation to :attr:`rows`."""
+        parent = self.parent
+        mean = float(parent.last_mean_reward)
+        std = float(np.std(parent.last_rewards)) if getattr(parent, "last_rewards", None) else math.nan
+        length = float(np.mean(parent.last_lengths)) if getattr(parent, "last_lengths", None) else math.nan
+        self.rows.append((int(self.num_timesteps), mean, std, length))
+        self.progress_cb.report(force=True)
+
+    def _on_step(self) -> bool:
+        self.record()
+        step, mean = self.rows[-1][0], self.rows[-1][1]
+        keep = True
+        for hook in self.hooks:
+            if hook(step, mean) is False:
+                keep = False
+        if not keep:
+            self.stopped = True
+        return keep
+
+
+class JobEvalCallback(EvalCallback):
+    """Evaluates at the first env step at or past each multiple of ``eval_freq`` total env steps,
+    deterministically, syncing VecNormalize statistics first; logs ``eval/*`` at ``step = env steps`` (where
+    the evaluation really happened) and keeps the last episode returns and lengths.
+
+    Off-policy: at the env step itself (exact when ``n_envs`` divides ``eval_freq``). On-policy (a model with a
+    rollout buffer): at rollout boundaries, after the rollout's update (at the start of the next rollout, or at
+    the end of training for the last one), so every evaluation sees a policy trained on all the steps it is
+    logged at, and none comes before the first update. A hook that stops the run at a boundary stops it at the
+    next env step (``n_envs`` steps later).
+
+    Args:
+        eval_env: the evaluation env.
+        hook_cb: called after each evaluation.
+        n_eval_episodes: episodes per evaluation.
+        eval_freq: env steps between evaluations.
+    """
+
+    def __init__(self, eval_env: object, hook_cb: HookCallback, n_eval_episodes: int, eval_freq: int) -> None:
+        super().__init__(
+            eval_env,
+            callback_after_eval=hook_cb,
+            n_eval_episodes=n_eval_episodes,
+            eval_freq=eval_freq,
+            verbose=0,
+            warn=False,
+        )
+        self.next_eval = eval_freq
+        self.last_eval_step = 0
+        self.last_rewards: list[float] = []
+        self.last_lengths: list[int] = []
+        self._stop_at_next_step = False
+
+    @property
+    def at_boundaries(self) -> bool:
+        """True for on-policy models (evaluations at rollout boundaries)."""
+        return hasattr(self.model, "rollout_buffer")
+
+    def _due(self) -> bool:
+        if self.num_timesteps < self.next_eval:
+            return False
+        while self.next_eval <= self.num_timesteps:
+            self.next_eval += self.eval_freq
+        return True
+
+    def _on_step(self) -> bool:
+        if self._stop_at_next_step:
+            return False
+        if self.at_boundaries or not self._due():
+            return True
+        self.evaluate()
+        return self._on_event()
+
+    def _boundary(self) -> None:
+        assert self.model is not None
+        self.num_timesteps = self.model.num_timesteps
+        if self.at_boundaries and not self._stop_at_next_step and self._due():
+            self.evaluate()
+            if not self._on_event():
+                self._stop_at_next_step = True
+
+    def _on_rollout_start(self) -> None:
+        self._boundary()
+
+    def _on_training_end(self) -> None:
+        self._boundary()
+
+    def evaluate(self) -> tuple[float, float]:
+        """Run the evaluation now; returns ``(mean, std)`` of the episode returns."""
+        from lit_sb3.core.evaluation import evaluate_policy
+        from lit_sb3.vec_env import sync_envs_normalization
+
+        assert self.model is not None
+        if self.model.get_vec_normalize_env() is not None:
+            sync_envs_normalization(self.training_env, self.eval_env)
+        rewards, lengths = evaluate_policy(
+            self.model,
+            self.eval_env,
+            n_eval_episodes=self.n_eval_episodes,
+            deterministic=True,
+            return_episode_rewards=True,
+            warn=False,
+        )
+        self.last_rewards, self.last_lengths = list(rewards), list(lengths)  # type: ignore[arg-type]
+        mean, std = float(np.mean(rewards)), float(np.std(rewards))
+        self.last_mean_reward = mean
+        self.last_eval_step = self.num_timesteps
+        metrics = {"eval/mean_reward": mean, "eval/std_reward": std, "eval/mean_ep_length": float(np.mean(lengths))}
+        self.model.log_metrics(metrics, step=self.num_timesteps)
+        return mean, std
+
+
+def job_callbacks(
+    job_id: str,
+    total: int,
+    eval_env: object,
+    n_eval_episodes: int,
+    eval_freq: int,
+    hooks: Sequence[EvaluationHook],
+    progress: Callable[[JobProgress], None] | None,
+) -> tuple[JobEvalCallback, HookCallback, ProgressCallback]:
+    """The job's (evaluation, hook, progress) callbacks, wired to each other.
+
+    Args:
+        job_id: the job.
+        total: its env-step budget.
+        eval_env: the evaluation env.
+        n_eval_episodes: episodes per evaluation.
+        eval_freq: env steps between evaluations.
+        hooks: evaluation hooks.
+        progress: receives progress snapshots.
+    """
+    progress_cb = ProgressCallback(job_id, total, progress)
+    hook_cb = HookCallback(hooks, progress_cb)
+    eval_cb = JobEvalCallback(eval_env, hook_cb, n_eval_episodes, eval_freq)
+    progress_cb.eval_cb = eval_cb
+    return eval_cb, hook_cb, progress_cb
