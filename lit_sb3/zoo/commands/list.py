@@ -99,7 +99,10 @@ def run(args: argparse.Namespace) -> int:
         entries[algo] = load_zoo_file(path) if path.exists() else None
 
     table = Table(title="Configured pairs", show_lines=False)
-    table.add_column("env")
+    table.add_column("env", no_wrap=True)
+    # wide enough for every env id and algorithm column (13 algorithms do not fit 100 columns)
+    needed = max(len(e) for e in envs) + 4 + sum(max(len(a), 5) + 3 for a in algos) if envs else 0
+    console.width = max(console.width, needed)
     for algo in algos:
         table.add_column(algo, justify="center")
     problems: list[str] = []
