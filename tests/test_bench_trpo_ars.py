@@ -20,8 +20,8 @@ def test_bench_run_report_and_tune_trpo_ars(in_tmp_path: Path, mlflow_template: 
     jobs = {r.data.tags["lit_sb3.algo"]: r for r in runs(uri, "contrib")}
     assert set(jobs) == {"trpo", "ars"} and {r.info.status for r in jobs.values()} == {"FINISHED"}
     # the zoo entries' values reached the jobs
-    assert jobs["trpo"].data.params["algo_kwargs.cg_damping"] == "0.001"
-    assert jobs["ars"].data.params["algo_kwargs.n_delta"] == "2"
+    assert jobs["trpo"].data.params["cg_damping"] == "0.001"
+    assert jobs["ars"].data.params["n_delta"] == "2"
     for run in jobs.values():
         assert run.data.metrics["time/total_timesteps"] >= 1024 and "final/mean_reward" in run.data.metrics
     assert "train/is_line_search_success" in jobs["trpo"].data.metrics
