@@ -29,6 +29,8 @@ ALGORITHMS: dict[str, str] = {
     "qrdqn": "lit_sb3.algorithms.qrdqn:QRDQN",
     "ppo_mask": "lit_sb3.algorithms.ppo_mask:MaskablePPO",
     "ppo_lstm": "lit_sb3.algorithms.ppo_recurrent:RecurrentPPO",
+    "trpo": "lit_sb3.algorithms.trpo:TRPO",
+    "ars": "lit_sb3.algorithms.ars:ARS",
 }
 
 

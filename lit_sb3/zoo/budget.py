@@ -24,6 +24,13 @@ __all__ = ["ON_POLICY", "rollout_size", "exact_budget", "first_update_step", "co
 ON_POLICY = ("ppo", "a2c")
 
 
+def _takes(algo: str, key: str) -> bool:
+    """Whether ``algo``'s constructor has the argument ``key``."""
+    from lit_sb3.zoo.registry import algo_arg_names
+
+    return key in algo_arg_names(algo)
+
+
 def _default(algo: str, key: str) -> Any:
     from lit_sb3.zoo.registry import algo_defaults
 
@@ -85,6 +92,8 @@ def collect_size(algo: str, algo_kwargs: Mapping[str, Any], n_envs: int) -> int 
     rollout = rollout_size(algo, algo_kwargs, n_envs)
     if rollout is not None:
         return rollout
+    if not _takes(algo, "train_freq"):  # ARS: an iteration is whole episodes of every candidate
+        return None
     freq = algo_kwargs.get("train_freq", _default(algo, "train_freq"))
     if isinstance(freq, (tuple, list)):
         if len(freq) > 1 and str(freq[1]).startswith("episode"):
@@ -110,5 +119,7 @@ def first_update_step(algo: str, algo_kwargs: Mapping[str, Any], n_envs: int) ->
     if algo in ON_POLICY:
         assert collect is not None
         return collect
+    if not _takes(algo, "learning_starts"):  # ARS: updates after its first iteration (a lower bound)
+        return collect if collect is not None else int(n_envs)
     starts = int(algo_kwargs.get("learning_starts", _default(algo, "learning_starts")))
     return starts + 2 * (collect if collect is not None else int(n_envs))

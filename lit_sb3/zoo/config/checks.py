@@ -129,6 +129,17 @@ RANGES: dict[str, Bound] = {
     "verbose": Bound(0, 2),
     "seed": Bound(0, 2**32 - 1),  # numpy's seed range
 }
+# TRPO and ARS (sb3-contrib 2.9 docstrings)
+RANGES.update(
+    {
+        **dict.fromkeys(
+            ("n_delta", "n_top", "n_eval_episodes", "sub_sampling_factor", "line_search_max_iter"), _AT_LEAST_1
+        ),
+        **dict.fromkeys(("cg_max_steps", "n_critic_updates", "cg_damping"), _NON_NEGATIVE),
+        "delta_std": _POSITIVE,
+        "line_search_shrinking_factor": Bound(0, 1, low_open=True),
+    }
+)
 
 #: Strings an argument annotated ``str | float`` accepts: (pattern, description).
 STRING_VALUES: dict[str, tuple[re.Pattern[str], str]] = {

@@ -62,6 +62,7 @@ DERIVED_PARAMS: dict[str, str] = {
     "one_minus_gae_lambda": "gae_lambda = 1 - value",
     "subsample_steps": "gradient_steps = max(train_freq // value, 1)",
     "n_quantiles": "policy_kwargs.n_quantiles (TQC, QR-DQN)",
+    "top_frac_size": "n_top = max(int(value * n_delta), 1) (ARS)",
 }
 
 #: net_arch labels per algorithm family (the zoo's)
@@ -194,6 +195,26 @@ SEARCH_SPACES: dict[str, dict[str, dict[str, Any]]] = {
         "subsample_steps": _c(1, 2, 4, 8),
         "net_arch": _c("tiny", "small", "medium"),
     },
+    # the zoo samples batch_size/n_steps as powers of two (batch_size_pow 2..10, n_steps_pow 5..12)
+    "trpo": {
+        "batch_size": _c(*(2**p for p in range(2, 11))),
+        "n_steps": _c(*(2**p for p in range(5, 13))),
+        "one_minus_gamma": _f(0.0001, 0.03, log=True),
+        "one_minus_gae_lambda": _f(0.0001, 0.1, log=True),
+        "learning_rate": _f(1e-5, 0.002, log=True),
+        "n_critic_updates": {"type": INT, "low": 5, "high": 30},
+        "cg_max_steps": {"type": INT, "low": 5, "high": 30},
+        "target_kl": _f(0.001, 0.1, log=True),
+        "net_arch": _c("small", "medium"),
+        "activation_fn": _c("tanh", "relu"),
+    },
+    # n_delta_pow 2..6; n_top from the fraction top_frac_size of n_delta
+    "ars": {
+        "n_delta": _c(4, 8, 16, 32, 64),
+        "learning_rate": _f(1e-5, 0.002, log=True),
+        "delta_std": _f(0.01, 0.3),
+        "top_frac_size": _f(0.05, 1.0),
+    },
 }
 # sb3-contrib's off-policy algorithms (rl_zoo3 2.9.2 hyperparams_opt.py): TQC is SAC's space plus the quantiles
 # (the zoo samples top_quantiles_to_drop_per_net in [0, min(n_quantiles - 1, 5)]; a fixed [0, 4] keeps every sample
@@ -242,6 +263,8 @@ def allowed_names(algo: str) -> set[str]:
         names -= {"noise_type", "noise_std"}
     if not _policy_takes(algo, "n_quantiles"):
         names.discard("n_quantiles")
+    if not {"n_delta", "n_top"} <= args:
+        names.discard("top_frac_size")
     return names
 
 
@@ -505,7 +528,7 @@ def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str
             hp["gamma"] = 1.0 - float(value)
         elif name == "one_minus_gae_lambda":
             hp["gae_lambda"] = 1.0 - float(value)
-        elif name == "subsample_steps":
+        elif name in ("subsample_steps", "top_frac_size"):
             continue
         else:
             hp[name] = value
@@ -515,6 +538,9 @@ def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str
         hp["gradient_steps"] = max(freq // int(values["subsample_steps"]), 1)
     elif _continuous_off_policy(algo) and "train_freq" in hp and "gradient_steps" not in hp:
         hp["gradient_steps"] = hp["train_freq"]  # the zoo's choice: one gradient step per env step
+    if "top_frac_size" in values:  # ARS (the zoo's convert_ars_params)
+        n_delta = int(hp.get("n_delta", base_algo_kwargs.get("n_delta", 8)))
+        hp["n_top"] = max(int(float(values["top_frac_size"]) * n_delta), 1)
     if _family(algo) == "on_policy" and "batch_size" in algo_arg_names(algo):
         n_steps = int(hp.get("n_steps", base_algo_kwargs.get("n_steps", 2048)))
         n_envs = int(hp.get("n_envs", base_n_envs))

@@ -1,0 +1,379 @@
+"""Trust Region Policy Optimization — sb3-contrib's TRPO as a LightningModule.
+
+Papers and references:
+    * Schulman et al. 2015, "Trust Region Policy Optimization", https://arxiv.org/abs/1502.05477
+    * Schulman 2016, PhD thesis (sub-sampled Fisher-vector products, pp. 40-42), http://joschu.net/docs/thesis.pdf
+    * Spinning Up's TRPO notes, https://spinningup.openai.com/en/latest/algorithms/trpo.html
+
+The rollout machinery is :class:`~lit_sb3.algorithms.on_policy.OnPolicyAlgorithm`'s (as PPO/A2C). The whole update
+of one iteration is :meth:`TRPO.train`, readable top to bottom: the natural-gradient step of the actor
+(:meth:`TRPO._natural_gradient_step`: conjugate gradient on Fisher-vector products, then a backtracking line search
+inside the KL trust region), then ``n_critic_updates`` epochs of value regression. Argument names, defaults and
+logged keys are sb3-contrib 2.9's.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from torch import nn
+from torch.nn import functional as F
+
+from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+from lit_sb3.buffers.rollout import RolloutBuffer
+from lit_sb3.core.types import Schedule
+from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
+from lit_sb3.policies.distributions import kl_divergence
+from lit_sb3.utils.math import explained_variance
+
+__all__ = ["TRPO", "NaturalGradientStep", "conjugate_gradient"]
+
+
+def conjugate_gradient(
+    matrix_vector_product: Callable[[th.Tensor], th.Tensor],
+    b: th.Tensor,
+    max_iter: int = 10,
+    residual_tol: float = 1e-10,
+) -> th.Tensor:
+    """Approximately solve ``A x = b`` for a symmetric positive-definite ``A`` known only through ``A @ v``.
+
+    As sb3-contrib (and modular_rl), ``x`` starts at ``1e-4 * N(0, I)`` rather than 0 (stable when ``b`` is tiny),
+    which draws from the global torch RNG.
+
+    Args:
+        matrix_vector_product: ``v -> A @ v``.
+        b: the right-hand side.
+        max_iter: at most this many CG iterations (``cg_max_steps``).
+        residual_tol: stop when the squared residual norm falls below it.
+    """
+    x = 1e-4 * th.randn_like(b)
+    residual = b - matrix_vector_product(x)  # r_0 = b - A x_0
+    residual_sq = th.dot(residual, residual)
+    if residual_sq < residual_tol:
+        return x
+    p = residual.clone()  # first search direction p_0 = r_0
+    for i in range(max_iter):
+        a_p = matrix_vector_product(p)
+        alpha = residual_sq / th.dot(p, a_p)  # alpha_k = r_k^T r_k / p_k^T A p_k
+        x += alpha * p  # x_{k+1} = x_k + alpha_k p_k
+        if i == max_iter - 1:
+            return x
+        residual -= alpha * a_p  # r_{k+1} = r_k - alpha_k A p_k
+        new_residual_sq = th.dot(residual, residual)
+        if new_residual_sq < residual_tol:
+            return x
+        p = residual + (new_residual_sq / residual_sq) * p  # p_{k+1} = r_{k+1} + beta_k p_k
+        residual_sq = new_residual_sq
+    return x
+
+
+@dataclass
+class NaturalGradientStep:
+    """What one natural-gradient step of the actor computed (for logging and for tests).
+
+    Attributes:
+        search_direction: the CG solution ``x ~= F^-1 g``.
+        max_step_size: ``sqrt(2 delta / (x^T F x))``, the full step's scale.
+        step_coefficient: the line search's accepted ``shrinking_factor^i`` (the last one tried on failure).
+        success: the line search found a step inside the trust region that improves the surrogate.
+        policy_objective: the surrogate after the step (before it, on failure).
+        kl_divergence: KL(old || new) after the step (0 on failure).
+    """
+
+    search_direction: th.Tensor
+    max_step_size: float
+    step_coefficient: float
+    success: bool
+    policy_objective: th.Tensor
+    kl_divergence: th.Tensor
+
+
+class TRPO(OnPolicyAlgorithm):
+    """Trust Region Policy Optimization, with sb3-contrib 2.9's arguments and defaults.
+
+    Args:
+        policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        learning_rate: learning rate of the value function (constant or schedule).
+        n_steps: steps per env per update (rollout size ``n_steps * n_envs``).
+        batch_size: minibatch size of the value-function updates.
+        gamma: discount factor.
+        cg_max_steps: maximum conjugate-gradient iterations.
+        cg_damping: damping added to the Fisher-vector product (``(F + damping I) v``).
+        line_search_shrinking_factor: step-size reduction per backtracking iteration.
+        line_search_max_iter: maximum backtracking iterations.
+        n_critic_updates: epochs of value-function updates per policy update.
+        gae_lambda: GAE bias/variance trade-off.
+        use_sde: gSDE exploration.
+        sde_sample_freq: gSDE noise resampling frequency.
+        rollout_buffer_class: rollout buffer class.
+        rollout_buffer_kwargs: rollout buffer kwargs.
+        normalize_advantage: normalise the advantages.
+        target_kl: the trust region: maximum KL between the old and the new policy.
+        sub_sampling_factor: use every k-th sample of the (shuffled) rollout for the policy step (faster).
+        stats_window_size: episodes averaged for logging.
+        tensorboard_log: accepted for SB3 compatibility (use ``default_root_dir``/loggers instead).
+        policy_kwargs: policy arguments.
+        verbose: verbosity level.
+        seed: random seed.
+        device: torch device.
+    """
+
+    zoo_name: ClassVar[str] = "trpo"
+    supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
+        spaces.Box,
+        spaces.Discrete,
+        spaces.MultiDiscrete,
+        spaces.MultiBinary,
+    )
+    default_run_name: ClassVar[str] = "TRPO"
+    search_space: ClassVar[str | None] = "trpo"
+    policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
+        "MlpPolicy": ActorCriticPolicy,
+        "CnnPolicy": ActorCriticCnnPolicy,
+        "MultiInputPolicy": MultiInputActorCriticPolicy,
+    }
+
+    def __init__(
+        self,
+        policy: str | type[ActorCriticPolicy],
+        learning_rate: float | Schedule = 1e-3,
+        n_steps: int = 2048,
+        batch_size: int = 128,
+        gamma: float = 0.99,
+        cg_max_steps: int = 15,
+        cg_damping: float = 0.1,
+        line_search_shrinking_factor: float = 0.8,
+        line_search_max_iter: int = 10,
+        n_critic_updates: int = 10,
+        gae_lambda: float = 0.95,
+        use_sde: bool = False,
+        sde_sample_freq: int = -1,
+        rollout_buffer_class: type[RolloutBuffer] | None = None,
+        rollout_buffer_kwargs: dict[str, Any] | None = None,
+        normalize_advantage: bool = True,
+        target_kl: float = 0.01,
+        sub_sampling_factor: int = 1,
+        stats_window_size: int = 100,
+        tensorboard_log: str | None = None,
+        policy_kwargs: dict[str, Any] | None = None,
+        verbose: int = 0,
+        seed: int | None = None,
+        device: th.device | str = "auto",
+    ) -> None:
+        super().__init__(
+            policy,
+            learning_rate=learning_rate,
+            n_steps=n_steps,
+            gamma=gamma,
+            gae_lambda=gae_lambda,
+            ent_coef=0.0,  # TRPO has no entropy bonus
+            vf_coef=0.0,  # the value function is fitted separately
+            max_grad_norm=0.0,
+            use_sde=use_sde,
+            sde_sample_freq=sde_sample_freq,
+            rollout_buffer_class=rollout_buffer_class,
+            rollout_buffer_kwargs=rollout_buffer_kwargs,
+            stats_window_size=stats_window_size,
+            policy_kwargs=policy_kwargs,
+            verbose=verbose,
+            device=device,
+            seed=seed,
+        )
+        checks = {
+            "batch_size": (batch_size, batch_size >= 1, ">= 1"),
+            "cg_max_steps": (cg_max_steps, cg_max_steps >= 0, ">= 0"),
+            "cg_damping": (cg_damping, cg_damping >= 0, ">= 0"),
+            "line_search_shrinking_factor": (
+                line_search_shrinking_factor,
+                0 < line_search_shrinking_factor <= 1,
+                "in (0, 1]",
+            ),
+            "line_search_max_iter": (line_search_max_iter, line_search_max_iter >= 1, ">= 1"),
+            "n_critic_updates": (n_critic_updates, n_critic_updates >= 0, ">= 0"),
+            "target_kl": (target_kl, target_kl > 0, "> 0"),
+            "sub_sampling_factor": (sub_sampling_factor, sub_sampling_factor >= 1, ">= 1"),
+        }
+        for name, (value, ok, allowed) in checks.items():
+            if not ok:
+                raise ValueError(f"TRPO: {name} must be {allowed}, got {value!r}.")
+        self.batch_size = batch_size
+        self.cg_max_steps = cg_max_steps
+        self.cg_damping = cg_damping
+        self.line_search_shrinking_factor = line_search_shrinking_factor
+        self.line_search_max_iter = line_search_max_iter
+        self.n_critic_updates = n_critic_updates
+        self.normalize_advantage = normalize_advantage
+        self.target_kl = target_kl
+        self.sub_sampling_factor = sub_sampling_factor
+        self.tensorboard_log = tensorboard_log
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        buffer_size = self.n_envs * self.n_steps
+        if self.normalize_advantage and buffer_size <= 1:
+            raise ValueError(
+                f"`n_steps * n_envs` must be greater than 1 with normalize_advantage=True, got n_steps={self.n_steps}, "
+                f"n_envs={self.n_envs}."
+            )
+        if buffer_size % self.batch_size > 0:
+            warnings.warn(
+                f"You have specified a mini-batch size of {self.batch_size}, but because the `RolloutBuffer` is of size "
+                f"`n_steps * n_envs = {buffer_size}`, after every {buffer_size // self.batch_size} untruncated "
+                f"mini-batches, there will be a truncated mini-batch of size {buffer_size % self.batch_size}\n"
+                "We recommend using a `batch_size` that is a factor of `n_steps * n_envs`.\n"
+                f"Info: (n_steps={self.n_steps} and n_envs={self.n_envs})",
+                stacklevel=2,
+            )
+
+    # ------------------------------------------------------------------
+    # The update
+    # ------------------------------------------------------------------
+
+    def train(self, mode: bool | None = None) -> Any:
+        """TRPO update: one natural-gradient step of the actor, then ``n_critic_updates`` epochs on the value.
+
+        ``train(True/False)`` is ``nn.Module.train`` (``eval()`` calls it), not an update.
+        """
+        if mode is not None:
+            return th.nn.Module.train(self, mode)
+        self.policy.set_training_mode(True)
+        optimizer = self.policy.optimizer
+        self._update_learning_rate(optimizer)
+
+        # --- actor: the whole rollout in one batch (every k-th sample of a shuffled order when sub-sampling)
+        buffer = self.rollout_buffer
+        total = buffer.buffer_size * buffer.n_envs
+        if self.sub_sampling_factor > 1:
+            indices = th.randperm(total, device=buffer.device)[:: self.sub_sampling_factor]
+        else:
+            indices = th.arange(total, device=buffer.device)
+        rollout_data = buffer._get_samples(indices)
+        step, actor_params = self._natural_gradient_step(
+            rollout_data.observations, rollout_data.actions, rollout_data.old_log_prob, rollout_data.advantages
+        )
+
+        # --- critic: n_critic_updates epochs of minibatch regression on the returns, actor weights untouched
+        value_losses = []
+        for _ in range(self.n_critic_updates):
+            for batch in buffer.get(self.batch_size):
+                values_pred = self.policy.predict_values(batch.observations)
+                value_loss = F.mse_loss(batch.returns, values_pred.flatten())  # L_V = E[(V(s) - R)^2]
+                value_losses.append(value_loss.detach())
+                optimizer.zero_grad(set_to_none=True)
+                self._backward(value_loss)
+                for param in actor_params:  # shared layers must not move outside the trust region
+                    param.grad = None
+                optimizer.step()
+
+        self._n_updates += 1
+        explained_var = explained_variance(buffer.values.flatten(), buffer.returns.flatten())
+        self.record("train/policy_objective", step.policy_objective.detach())
+        self.record("train/value_loss", th.stack(value_losses).mean() if value_losses else np.nan)
+        self.record("train/kl_divergence_loss", step.kl_divergence.detach())
+        self.record("train/explained_variance", explained_var)
+        self.record("train/is_line_search_success", float(step.success))
+        if hasattr(self.policy, "log_std"):
+            self.record("train/std", th.exp(self.policy.log_std.detach()).mean())
+        self.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+    def _actor_parameters(self) -> list[tuple[str, nn.Parameter]]:
+        """Parameters the trust region applies to: all but the value function's (by name, as sb3-contrib)."""
+        return [(name, p) for name, p in self.policy.named_parameters() if "value" not in name and p.requires_grad]
+
+    def _natural_gradient_step(
+        self, observations: Any, actions: th.Tensor, old_log_prob: th.Tensor, advantages: th.Tensor
+    ) -> tuple[NaturalGradientStep, list[nn.Parameter]]:
+        """One TRPO step of the actor on a batch; the actor's parameters are updated in place.
+
+        Solves (Schulman et al. 2015, eq. 14, with the linear/quadratic approximations of Appendix C)
+
+            maximize_theta  L(theta) = E[ pi_theta(a|s) / pi_old(a|s) * A(s, a) ]
+            subject to      KL(pi_old, pi_theta) <= delta            (delta = target_kl)
+
+        Args:
+            observations: batch of observations.
+            actions: the actions taken.
+            old_log_prob: their log-probabilities under the rollout's policy.
+            advantages: their advantages (normalised here when ``normalize_advantage``).
+
+        Returns:
+            The step's numbers and the list of actor parameters (those the KL depends on).
+        """
+        if isinstance(self.action_space, spaces.Discrete):
+            actions = actions.long().flatten()
+        with th.no_grad():
+            # pi_old: the current policy, frozen (its tensors carry no graph)
+            old_distribution = copy.copy(self.policy.get_distribution(observations))
+        distribution = self.policy.get_distribution(observations)
+        log_prob = distribution.log_prob(actions)
+        if self.normalize_advantage:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+
+        # surrogate objective L(theta) = E[ r(theta) A ],  r(theta) = pi_theta(a|s) / pi_old(a|s)
+        ratio = th.exp(log_prob - old_log_prob)
+        policy_objective = (advantages * ratio).mean()
+        # mean KL(pi_theta || pi_old): zero at theta_old, its Hessian there is the Fisher matrix F
+        kl_div = kl_divergence(distribution, old_distribution).mean()
+
+        # g = grad L, and grad KL (kept as a graph for the Fisher-vector products), over the parameters the KL
+        # depends on (those with a KL gradient; value-function parameters excluded by name)
+        named = self._actor_parameters()
+        kl_grads = th.autograd.grad(
+            kl_div, [p for _, p in named], create_graph=True, retain_graph=True, allow_unused=True
+        )
+        actor_params = [p for (_, p), g in zip(named, kl_grads, strict=True) if g is not None]
+        grad_kl = th.cat([g.reshape(-1) for g in kl_grads if g is not None])
+        policy_gradient = th.cat(
+            [g.reshape(-1) for g in th.autograd.grad(policy_objective, actor_params, retain_graph=True)]
+        )
+
+        def fisher_vector_product(vector: th.Tensor, retain_graph: bool = True) -> th.Tensor:
+            # F v = grad (grad KL . v)  (Pearlmutter's trick: no F is ever formed), damped: (F + cg_damping I) v
+            grads = th.autograd.grad((grad_kl * vector).sum(), actor_params, retain_graph=retain_graph)
+            return th.cat([g.reshape(-1) for g in grads]) + self.cg_damping * vector
+
+        # search direction x ~= F^-1 g by conjugate gradient (Appendix C)
+        search_direction = conjugate_gradient(fisher_vector_product, policy_gradient, max_iter=self.cg_max_steps)
+        # the largest step along x inside the quadratic trust region: beta = sqrt(2 delta / (x^T F x))
+        x_f_x = float(th.dot(search_direction, fisher_vector_product(search_direction, retain_graph=False)))
+        max_step_size = float(np.sqrt(2 * self.target_kl / x_f_x))
+
+        # backtracking line search: theta = theta_old + shrinking_factor^i * beta * x, the first i whose step
+        # improves the surrogate and keeps KL(pi_theta || pi_old) < delta (Appendix C)
+        original = [p.detach().clone() for p in actor_params]
+        sizes = [p.numel() for p in actor_params]
+        coefficient = 1.0
+        success = False
+        new_objective, new_kl = policy_objective.detach(), th.zeros(())
+        with th.no_grad():
+            for _ in range(self.line_search_max_iter):
+                for param, start, chunk in zip(actor_params, original, search_direction.split(sizes), strict=True):
+                    param.copy_(start + coefficient * max_step_size * chunk.view_as(param))
+                distribution = self.policy.get_distribution(observations)
+                ratio = th.exp(distribution.log_prob(actions) - old_log_prob)
+                new_objective = (advantages * ratio).mean()
+                new_kl = kl_divergence(distribution, old_distribution).mean()
+                if bool(new_kl < self.target_kl) and bool(new_objective > policy_objective):
+                    success = True
+                    break
+                coefficient *= self.line_search_shrinking_factor
+            if not success:  # no acceptable step: keep the old policy
+                for param, start in zip(actor_params, original, strict=True):
+                    param.copy_(start)
+                new_objective, new_kl = policy_objective.detach(), th.zeros((), device=new_kl.device)
+        step = NaturalGradientStep(
+            search_direction=search_direction.detach(),
+            max_step_size=max_step_size,
+            step_coefficient=coefficient,
+            success=success,
+            policy_objective=new_objective,
+            kl_divergence=new_kl,
+        )
+        return step, actor_params
