@@ -1,16 +1,10 @@
-"""Search spaces of ``bench tune``: the RL Zoo's ranges as data, YAML overrides, sampling and conversion.
+"""Search-space machinery of ``bench tune``: the space/parameter classes, validation, sampling, JSON form.
 
 A search space maps a parameter name to a :class:`ParamSpec` (``float``/``int`` with ``low``/``high``/``log``/
 ``step``, or ``categorical`` with ``choices``) or to a fixed value (applied to every trial, not sampled). Names
 are constructor arguments of the algorithm, the zoo keys ``n_envs``/``noise_type``/``noise_std``, or one of the
-zoo's derived names (:data:`DERIVED_PARAMS`): ``net_arch`` and ``activation_fn`` (labels, put into
-``policy_kwargs``), ``log_std_init``/``ortho_init`` (into ``policy_kwargs``), ``one_minus_gamma``/
-``one_minus_gae_lambda`` (``gamma = 1 - x``), ``subsample_steps`` (DQN: ``gradient_steps = train_freq // s``).
-
-The built-in spaces (:data:`SEARCH_SPACES`) follow ``rl_zoo3/hyperparams_opt.py`` (rl-baselines3-zoo 2.x).
-:func:`to_hyperparameters` turns sampled values into zoo-format hyperparameters (what a zoo YAML entry holds,
-``policy_kwargs`` as a ``"dict(...)"`` string), with the zoo's fix-ups (``batch_size <= n_steps * n_envs``,
-``gradient_steps = train_freq`` for SAC/TD3/DDPG).
+zoo's derived names (:data:`~lit_sb3.zoo.tuning.search_spaces.tables.DERIVED_PARAMS`). This module resolves and
+validates the built-in spaces (:mod:`~lit_sb3.zoo.tuning.search_spaces.tables`) and ``--search-space`` files.
 """
 
 from __future__ import annotations
@@ -22,68 +16,36 @@ from pathlib import Path
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, did_you_mean
+from lit_sb3.zoo.tuning.search_spaces.tables import (
+    ACTIVATIONS,
+    CATEGORICAL,
+    DERIVED_PARAMS,
+    FLOAT,
+    INT,
+    NET_ARCHS,
+    SEARCH_SPACES,
+)
 
 __all__ = [
     "ParamSpec",
     "SearchSpace",
-    "SEARCH_SPACES",
-    "DERIVED_PARAMS",
-    "NET_ARCHS",
-    "ACTIVATIONS",
+    "allowed_names",
+    "search_space_name",
     "default_search_space",
     "load_search_space",
     "search_space_from_data",
     "sample_params",
-    "to_hyperparameters",
-    "render_literal",
     "space_to_jsonable",
     "space_from_jsonable",
 ]
 
-FLOAT, INT, CATEGORICAL = "float", "int", "categorical"
 _TYPES = (FLOAT, INT, CATEGORICAL)
 _SPEC_KEYS = {FLOAT: {"type", "low", "high", "log", "step"}, INT: {"type", "low", "high", "log", "step"},
               CATEGORICAL: {"type", "choices"}}  # fmt: skip
-_GAMMAS = [0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 0.9999]
-_TAUS = [0.001, 0.005, 0.01, 0.02, 0.05, 0.08]
-_TRAIN_FREQS = [1, 4, 8, 16, 32, 64, 128, 256, 512]
 #: constructor arguments that are never tuned
 _NOT_TUNABLE = frozenset({"device", "seed", "verbose", "tensorboard_log", "policy", "_init_setup_model"})
 #: zoo keys (not constructor arguments) a search space may set
 _ZOO_KEYS = frozenset({"n_envs", "noise_type", "noise_std"})
-
-#: names that are not constructor arguments but are turned into some (see :func:`to_hyperparameters`)
-DERIVED_PARAMS: dict[str, str] = {
-    "net_arch": "policy_kwargs.net_arch (a label, see NET_ARCHS)",
-    "activation_fn": "policy_kwargs.activation_fn (tanh, relu, elu, leaky_relu)",
-    "log_std_init": "policy_kwargs.log_std_init",
-    "ortho_init": "policy_kwargs.ortho_init",
-    "one_minus_gamma": "gamma = 1 - value",
-    "one_minus_gae_lambda": "gae_lambda = 1 - value",
-    "subsample_steps": "gradient_steps = max(train_freq // value, 1)",
-    "n_quantiles": "policy_kwargs.n_quantiles (TQC, QR-DQN)",
-    "top_frac_size": "n_top = max(int(value * n_delta), 1) (ARS)",
-}
-
-#: net_arch labels per algorithm family (the zoo's)
-NET_ARCHS: dict[str, dict[str, Any]] = {
-    "on_policy": {
-        "tiny": {"pi": [64], "vf": [64]},
-        "small": {"pi": [64, 64], "vf": [64, 64]},
-        "medium": {"pi": [256, 256], "vf": [256, 256]},
-        "large": {"pi": [400, 300], "vf": [400, 300]},
-    },
-    "off_policy": {
-        "tiny": [64],
-        "small": [64, 64],
-        "medium": [256, 256],
-        "big": [400, 300],
-        "large": [256, 256, 256],
-        "verybig": [512, 512, 512],
-    },
-}
-#: activation labels -> the zoo-format class name
-ACTIVATIONS: dict[str, str] = {"tanh": "nn.Tanh", "relu": "nn.ReLU", "elu": "nn.ELU", "leaky_relu": "nn.LeakyReLU"}
 
 
 @dataclass(frozen=True)
@@ -124,109 +86,6 @@ class SearchSpace:
     params: dict[str, ParamSpec]
     fixed: dict[str, Any]
     source: str = "built-in"
-
-
-def _f(low: float, high: float, log: bool = False) -> dict[str, Any]:
-    return {"type": FLOAT, "low": low, "high": high, "log": log}
-
-
-def _c(*choices: Any) -> dict[str, Any]:
-    return {"type": CATEGORICAL, "choices": list(choices)}
-
-
-_ON_POLICY_COMMON: dict[str, dict[str, Any]] = {
-    "n_steps": _c(32, 64, 128, 256, 512, 1024, 2048),
-    "one_minus_gamma": _f(0.0001, 0.03, log=True),
-    "one_minus_gae_lambda": _f(0.0001, 0.1, log=True),
-    "learning_rate": _f(1e-5, 0.002, log=True),
-    "ent_coef": _f(1e-8, 0.1, log=True),
-}
-
-#: the built-in spaces (rl_zoo3/hyperparams_opt.py), as data, by name: an algorithm class names its own in its
-#: ``search_space`` metadata (several algorithms may share one, as DDPG does TD3's)
-SEARCH_SPACES: dict[str, dict[str, dict[str, Any]]] = {
-    "ppo": {
-        "batch_size": _c(32, 64, 128, 256, 512),
-        **_ON_POLICY_COMMON,
-        "clip_range": _c(0.1, 0.2, 0.3, 0.4),
-        "n_epochs": _c(1, 5, 10, 20),
-        "max_grad_norm": _f(0.3, 2.0),
-        "net_arch": _c("tiny", "small", "medium"),
-        "activation_fn": _c("tanh", "relu"),
-    },
-    "a2c": {
-        **_ON_POLICY_COMMON,
-        "max_grad_norm": _f(0.3, 2.0),
-        "net_arch": _c("small", "medium"),
-        "activation_fn": _c("tanh", "relu"),
-    },
-    "sac": {
-        "gamma": _c(*_GAMMAS),
-        "learning_rate": _f(1e-5, 1.0, log=True),
-        "batch_size": _c(16, 32, 64, 128, 256, 512, 1024, 2048),
-        "buffer_size": _c(10_000, 100_000, 1_000_000),
-        "learning_starts": _c(0, 1000, 10_000, 20_000),
-        "train_freq": _c(*_TRAIN_FREQS),
-        "tau": _c(*_TAUS),
-        "log_std_init": _f(-4.0, 1.0),
-        "net_arch": _c("small", "medium", "big"),
-    },
-    "td3": {
-        "gamma": _c(*_GAMMAS),
-        "learning_rate": _f(1e-5, 1.0, log=True),
-        "batch_size": _c(16, 32, 64, 100, 128, 256, 512, 1024, 2048),
-        "buffer_size": _c(10_000, 100_000, 1_000_000),
-        "tau": _c(*_TAUS),
-        "train_freq": _c(*_TRAIN_FREQS),
-        "noise_type": _c("ornstein-uhlenbeck", "normal", None),
-        "noise_std": _f(0.0, 1.0),
-        "net_arch": _c("small", "medium", "big"),
-    },
-    "dqn": {
-        "gamma": _c(*_GAMMAS),
-        "learning_rate": _f(1e-5, 1.0, log=True),
-        "batch_size": _c(16, 32, 64, 100, 128, 256, 512),
-        "buffer_size": _c(10_000, 50_000, 100_000, 1_000_000),
-        "exploration_final_eps": _f(0.0, 0.2),
-        "exploration_fraction": _f(0.0, 0.5),
-        "target_update_interval": _c(1, 1000, 5000, 10_000, 15_000, 20_000),
-        "learning_starts": _c(0, 1000, 5000, 10_000, 20_000),
-        "train_freq": _c(1, 4, 8, 16, 128, 256, 1000),
-        "subsample_steps": _c(1, 2, 4, 8),
-        "net_arch": _c("tiny", "small", "medium"),
-    },
-    # the zoo samples batch_size/n_steps as powers of two (batch_size_pow 2..10, n_steps_pow 5..12)
-    "trpo": {
-        "batch_size": _c(*(2**p for p in range(2, 11))),
-        "n_steps": _c(*(2**p for p in range(5, 13))),
-        "one_minus_gamma": _f(0.0001, 0.03, log=True),
-        "one_minus_gae_lambda": _f(0.0001, 0.1, log=True),
-        "learning_rate": _f(1e-5, 0.002, log=True),
-        "n_critic_updates": {"type": INT, "low": 5, "high": 30},
-        "cg_max_steps": {"type": INT, "low": 5, "high": 30},
-        "target_kl": _f(0.001, 0.1, log=True),
-        "net_arch": _c("small", "medium"),
-        "activation_fn": _c("tanh", "relu"),
-    },
-    # n_delta_pow 2..6; n_top from the fraction top_frac_size of n_delta
-    "ars": {
-        "n_delta": _c(4, 8, 16, 32, 64),
-        "learning_rate": _f(1e-5, 0.002, log=True),
-        "delta_std": _f(0.01, 0.3),
-        "top_frac_size": _f(0.05, 1.0),
-    },
-}
-# sb3-contrib's off-policy algorithms (rl_zoo3 2.9.2 hyperparams_opt.py): TQC is SAC's space plus the quantiles
-# (the zoo samples top_quantiles_to_drop_per_net in [0, min(n_quantiles - 1, 5)]; a fixed [0, 4] keeps every sample
-# valid for n_quantiles >= 5), QR-DQN is DQN's plus n_quantiles. The zoo has no CrossQ sampler: CrossQ uses SAC's
-# space without tau (CrossQ has no target networks).
-SEARCH_SPACES["tqc"] = {
-    **SEARCH_SPACES["sac"],
-    "n_quantiles": {"type": INT, "low": 5, "high": 50},
-    "top_quantiles_to_drop_per_net": {"type": INT, "low": 0, "high": 4},
-}
-SEARCH_SPACES["qrdqn"] = {**SEARCH_SPACES["dqn"], "n_quantiles": {"type": INT, "low": 5, "high": 200}}
-SEARCH_SPACES["crossq"] = {k: v for k, v in SEARCH_SPACES["sac"].items() if k != "tau"}
 
 
 def _family(algo: str) -> str:
@@ -465,114 +324,6 @@ def sample_params(trial: Any, space: SearchSpace) -> dict[str, Any]:
         else:
             out[name] = trial.suggest_float(name, float(spec.low), float(spec.high), step=spec.step, log=spec.log)
     return out
-
-
-def render_literal(value: Any) -> str:
-    """A value as text of the config's restricted parser (classes as ``nn.Tanh`` etc.).
-
-    Args:
-        value: None, bool, number, str, class, list/tuple/dict of those.
-    """
-    if isinstance(value, type):
-        module = value.__module__
-        if module.startswith("torch.nn"):
-            return f"nn.{value.__name__}"
-        if module.startswith("torch.optim"):
-            return f"th.optim.{value.__name__}"
-        return value.__name__
-    if isinstance(value, Mapping):
-        if all(isinstance(k, str) and k.isidentifier() for k in value):
-            return "dict(" + ", ".join(f"{k}={render_literal(v)}" for k, v in value.items()) + ")"
-        return "{" + ", ".join(f"{render_literal(k)}: {render_literal(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(render_literal(v) for v in value) + "]"
-    if isinstance(value, tuple):
-        return "(" + ", ".join(render_literal(v) for v in value) + ("," if len(value) == 1 else "") + ")"
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return repr(value)
-    raise BenchError(f"cannot write {value!r} ({type(value).__name__}) in a zoo config")
-
-
-def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str, Any],
-                       base_algo_kwargs: Mapping[str, Any], base_n_envs: int) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
-    """Sampled + fixed values -> zoo-format hyperparameters, and the fix-ups made (one line each).
-
-    ``policy_kwargs`` merges the config's own ``policy_kwargs`` with the derived ``net_arch``/``activation_fn``/
-    ``log_std_init``/``ortho_init`` and is returned as a ``"dict(...)"`` string.
-
-    Args:
-        algo: algorithm name.
-        sampled: the trial's sampled values.
-        fixed: the space's fixed values.
-        base_algo_kwargs: ``ResolvedConfig.algo_kwargs`` of the algo/env before tuning.
-        base_n_envs: ``ResolvedConfig.n_envs`` before tuning.
-    """
-    from lit_sb3.zoo.registry import algo_arg_names
-
-    values = {**dict(fixed), **dict(sampled)}
-    hp: dict[str, Any] = {}
-    notes: list[str] = []
-    policy_kwargs = dict(base_algo_kwargs.get("policy_kwargs") or {})
-    touched_pk = False
-    for name, value in values.items():
-        if name == "net_arch":
-            policy_kwargs["net_arch"] = NET_ARCHS[_family(algo)][value]
-            touched_pk = True
-        elif name == "activation_fn":
-            policy_kwargs["activation_fn"] = ACTIVATIONS[value]
-            touched_pk = True
-        elif name in ("log_std_init", "ortho_init", "n_quantiles"):
-            policy_kwargs[name] = value
-            touched_pk = True
-        elif name == "one_minus_gamma":
-            hp["gamma"] = 1.0 - float(value)
-        elif name == "one_minus_gae_lambda":
-            hp["gae_lambda"] = 1.0 - float(value)
-        elif name in ("subsample_steps", "top_frac_size"):
-            continue
-        else:
-            hp[name] = value
-    if "subsample_steps" in values:
-        train_freq = hp.get("train_freq", base_algo_kwargs.get("train_freq", 4))
-        freq = int(train_freq[0] if isinstance(train_freq, (list, tuple)) else train_freq)
-        hp["gradient_steps"] = max(freq // int(values["subsample_steps"]), 1)
-    elif _continuous_off_policy(algo) and "train_freq" in hp and "gradient_steps" not in hp:
-        hp["gradient_steps"] = hp["train_freq"]  # the zoo's choice: one gradient step per env step
-    if "top_frac_size" in values:  # ARS (the zoo's convert_ars_params)
-        n_delta = int(hp.get("n_delta", base_algo_kwargs.get("n_delta", 8)))
-        hp["n_top"] = max(int(float(values["top_frac_size"]) * n_delta), 1)
-    if _family(algo) == "on_policy" and "batch_size" in algo_arg_names(algo):
-        n_steps = int(hp.get("n_steps", base_algo_kwargs.get("n_steps", 2048)))
-        n_envs = int(hp.get("n_envs", base_n_envs))
-        batch_size = int(hp.get("batch_size", base_algo_kwargs.get("batch_size", 64)))
-        if batch_size > n_steps * n_envs:
-            hp["batch_size"] = n_steps * n_envs
-            notes.append(f"batch_size {batch_size} > n_steps * n_envs = {n_steps * n_envs}: set to {n_steps * n_envs}")
-    if touched_pk:
-        text_pk = {
-            k: (v if not isinstance(v, str) or k != "activation_fn" else _Raw(v)) for k, v in policy_kwargs.items()
-        }
-        hp["policy_kwargs"] = render_literal_raw(text_pk)
-    return hp, notes
-
-
-class _Raw(str):
-    """Text written as-is by :func:`render_literal_raw` (a class name such as ``nn.Tanh``)."""
-
-
-def render_literal_raw(value: Any) -> str:
-    """:func:`render_literal`, writing :class:`_Raw` strings unquoted.
-
-    Args:
-        value: the value.
-    """
-    if isinstance(value, _Raw):
-        return str(value)
-    if isinstance(value, Mapping):
-        return "dict(" + ", ".join(f"{k}={render_literal_raw(v)}" for k, v in value.items()) + ")"
-    if isinstance(value, list):
-        return "[" + ", ".join(render_literal_raw(v) for v in value) + "]"
-    return render_literal(value)
 
 
 def space_to_jsonable(space: SearchSpace) -> dict[str, Any]:
