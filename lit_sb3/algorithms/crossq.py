@@ -220,12 +220,7 @@ class CrossQ(SAC):
                 _set_mode(self._actor_norms, False)
 
                 # entropy coefficient: minimise -log(alpha) * (log pi(a|s) + target_entropy)
-                if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
-                    ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
-                    ent_coef_losses.append(ent_coef_loss.detach())
-                    self.ent_coef_optimizer.zero_grad(set_to_none=True)
-                    self._backward(ent_coef_loss)
-                    self.ent_coef_optimizer.step()
+                self._update_ent_coef(log_prob, ent_coef_losses)
 
                 # actor loss: alpha * log pi(a|s) - min_i Q_i(s, a), critics in evaluation mode, gradients into the actor
                 min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=0).values

@@ -216,6 +216,21 @@ class SAC(OffPolicyAlgorithm):
             optimizers["ent_coef_optimizer"] = self.ent_coef_optimizer
         return optimizers
 
+    def _update_ent_coef(self, log_prob: th.Tensor, losses: list[th.Tensor]) -> None:
+        """One step on log(alpha): minimise -log(alpha) * (log pi(a|s) + target_entropy) (none for a fixed alpha).
+
+        Args:
+            log_prob: log pi(a|s) of the reparametrised actions, ``[batch, 1]``.
+            losses: where the (detached) loss is appended for logging.
+        """
+        if self.ent_coef_optimizer is None or self.log_ent_coef is None:
+            return
+        ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+        losses.append(ent_coef_loss.detach())
+        self.ent_coef_optimizer.zero_grad(set_to_none=True)
+        self._backward(ent_coef_loss)
+        self.ent_coef_optimizer.step()
+
     def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
         """SAC update: ``gradient_steps`` steps of entropy-coefficient, critic and actor updates.
 
@@ -251,11 +266,7 @@ class SAC(OffPolicyAlgorithm):
             # entropy coefficient: minimise -log(alpha) * (log_prob + target_entropy)
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
                 ent_coef = th.exp(self.log_ent_coef.detach())
-                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
-                ent_coef_losses.append(ent_coef_loss.detach())
-                self.ent_coef_optimizer.zero_grad(set_to_none=True)
-                self._backward(ent_coef_loss)
-                self.ent_coef_optimizer.step()
+                self._update_ent_coef(log_prob, ent_coef_losses)
             else:
                 ent_coef = self.ent_coef_tensor
             ent_coefs.append(ent_coef.reshape(()))

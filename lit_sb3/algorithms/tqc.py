@@ -166,11 +166,7 @@ class TQC(SAC):
             # entropy coefficient (as SAC): minimise -log(alpha) * (log pi(a|s) + target_entropy)
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
                 ent_coef = th.exp(self.log_ent_coef.detach())
-                ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
-                ent_coef_losses.append(ent_coef_loss.detach())
-                self.ent_coef_optimizer.zero_grad(set_to_none=True)
-                self._backward(ent_coef_loss)
-                self.ent_coef_optimizer.step()
+                self._update_ent_coef(log_prob, ent_coef_losses)
             else:
                 ent_coef = self.ent_coef_tensor
             ent_coefs.append(ent_coef.reshape(()))
