@@ -23,6 +23,7 @@ from lit_sb3.zoo.errors import BenchError
 
 if TYPE_CHECKING:
     from lit_sb3.zoo.config import ResolvedConfig
+    from lit_sb3.zoo.plan_cache import PlanCache
 
 __all__ = ["JobSpec", "SkippedPair", "plan_grid", "default_eval_freq", "encode_value", "decode_value"]
 
@@ -201,6 +202,7 @@ def plan_grid(
     default_budgets: Mapping[str, int] | None = None,
     log_interval: int | None = None,
     notes: list[str] | None = None,
+    cache: PlanCache | None = None,
 ) -> tuple[list[JobSpec], list[SkippedPair]]:
     """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
 
@@ -223,11 +225,10 @@ def plan_grid(
         log_interval: ``--log-interval`` of every job (None: chosen per job by the runner).
         notes: receives one line per algo x env whose budget was rounded (on-policy: up to whole rollouts,
             see :func:`lit_sb3.zoo.budget.exact_budget`; a budget below one rollout is an error).
+        cache: replays the recorded outcome of a pair planned before with the same inputs and records new
+            ones (:class:`~lit_sb3.zoo.plan_cache.PlanCache`, made with the same ``config_files``, ``overrides``
+            and ``n_timesteps``): a rerun then plans without importing torch or Lightning.
     """
-    from lit_sb3.zoo.budget import exact_budget, rollout_size
-    from lit_sb3.zoo.config import resolve
-    from lit_sb3.zoo.registry import check_pair
-
     seeds = list(seeds)
     if not seeds:
         raise BenchError("no seed given")
@@ -246,36 +247,53 @@ def plan_grid(
     skipped: list[SkippedPair] = []
     for algo in algos:
         for env_id in envs:
-            reason = check_pair(algo, env_id)
-            if reason is not None:
-                skipped.append(SkippedPair(algo, env_id, reason))
+            outcome = cache.get(algo, env_id, budgets.get(env_id)) if cache is not None else None
+            if outcome is None:
+                outcome = _plan_pair(algo, env_id, n_timesteps, config_files, overrides, budgets.get(env_id))
+                if cache is not None:
+                    cache.put(algo, env_id, budgets.get(env_id), outcome)
+            if "skip" in outcome:
+                skipped.append(SkippedPair(algo, env_id, outcome["skip"]))
                 continue
-            cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides)
-            budget = n_timesteps or cfg.n_timesteps or budgets.get(env_id)
-            if not budget:
-                raise BenchError(
-                    f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps"
-                )
-            rollout = rollout_size(algo, cfg.algo_kwargs, cfg.n_envs)
-            n_steps = int(cfg.algo_kwargs.get("n_steps", 0) or 0) if rollout else 0
-            budget, note = exact_budget(algo, env_id, int(budget), rollout, n_steps or (rollout or 0) // cfg.n_envs)
-            if note is not None and notes is not None:
-                notes.append(note)
-            config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
+            if outcome["note"] is not None and notes is not None:
+                notes.append(outcome["note"])
+            budget = int(outcome["budget"])
             for seed in seeds:
                 jobs.append(
                     JobSpec(
                         algo=algo,
                         env_id=env_id,
                         seed=int(seed),
-                        n_timesteps=int(budget),
-                        config=config,
-                        eval_freq=int(eval_freq or default_eval_freq(int(budget))),
+                        n_timesteps=budget,
+                        config=outcome["config"],
+                        eval_freq=int(eval_freq or default_eval_freq(budget)),
                         eval_episodes=int(eval_episodes),
                         device=device,
                         torch_threads=int(torch_threads),
-                        config_hash=cfg.config_hash(),
+                        config_hash=outcome["config_hash"],
                         log_interval=log_interval,
                     )
                 )
     return jobs, skipped
+
+
+def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Sequence[str],
+               overrides: Mapping[str, str] | None, default_budget: int | None) -> dict[str, Any]:  # fmt: skip
+    """The outcome of planning one pair: ``{"skip": reason}`` or its encoded config, config hash, budget and
+    budget note (the form :class:`~lit_sb3.zoo.plan_cache.PlanCache` records)."""
+    from lit_sb3.zoo.budget import exact_budget, rollout_size
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.registry import check_pair
+
+    reason = check_pair(algo, env_id)
+    if reason is not None:
+        return {"skip": reason}
+    cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides)
+    budget = n_timesteps or cfg.n_timesteps or default_budget
+    if not budget:
+        raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")
+    rollout = rollout_size(algo, cfg.algo_kwargs, cfg.n_envs)
+    n_steps = int(cfg.algo_kwargs.get("n_steps", 0) or 0) if rollout else 0
+    budget, note = exact_budget(algo, env_id, int(budget), rollout, n_steps or (rollout or 0) // cfg.n_envs)
+    config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
+    return {"config": config, "config_hash": cfg.config_hash(), "budget": int(budget), "note": note}

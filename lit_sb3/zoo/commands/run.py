@@ -137,7 +137,7 @@ def _check_device(device: str) -> None:
 def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     from lit_sb3.zoo.commands.show_config import parse_overrides
     from lit_sb3.zoo.jobs import plan_grid
-    from lit_sb3.zoo.runner import metrics_flush_seconds
+    from lit_sb3.zoo.plan_cache import PlanCache
     from lit_sb3.zoo.suites import default_budgets, expand_algos, expand_envs
 
     algos = expand_algos(args.algos)
@@ -156,6 +156,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
 
             check_ray_address(args.ray_address)  # seconds, where ray.init would retry for minutes
     _check_device(args.device)
+    from lit_sb3.zoo.tracking import metrics_flush_seconds
+
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
     overrides = parse_overrides(args.hyperparams)
     notes: list[str] = []
@@ -163,7 +165,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         algos, envs, seeds, n_timesteps=args.n_timesteps, eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes, config_files=args.config, overrides=overrides, device=args.device,
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
-        notes=notes,
+        notes=notes, cache=PlanCache(args.config, overrides, args.n_timesteps),
     )  # fmt: skip
     for line in notes:  # on-policy budgets rounded up to whole rollouts
         print(f"budget: {line}", flush=True)
@@ -268,6 +270,22 @@ def _print_summary(results: Sequence[Any], skipped: Sequence[Any], n_done_before
 # ---------------------------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------------------------
+def _all_finished(jobs: Sequence[Any], skipped: Sequence[Any], uri: str, experiment: str) -> bool:
+    """Whether every job already FINISHED, asked of a ``sqlite:///`` store directly (one read-only query, no MLflow
+    import: see :func:`lit_sb3.zoo.tracking.sqlite_finished_job_ids`); if so, say so. False when the store
+    cannot be read that way (a server, another schema): the caller asks MLflow. Stale RUNNING runs are then
+    left for the next invocation that has work to do."""
+    from lit_sb3.zoo.tracking import sqlite_finished_job_ids
+
+    finished = sqlite_finished_job_ids(uri, experiment)
+    if finished is None or any(j.job_id not in finished for j in jobs):
+        return False
+    for pair in skipped:
+        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
+    print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
+    return True
+
+
 class _RunBook:
     """Creates job runs under the grid run, ends those a worker could not."""
 
@@ -310,6 +328,8 @@ def run(args: argparse.Namespace) -> int:
         check_name(args.experiment, "--experiment")  # it names folders (artifacts, reports): refused first
     launcher = None
     jobs, skipped, experiment = _plan(args)
+    if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
+        return 0
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
     finished = tracking.finished_job_ids()
     if args.dry_run:

@@ -39,6 +39,7 @@ from lit_sb3.zoo.tracking.store import (
     RUN_TYPE,
     Tracking,
     TrackingTarget,
+    sqlite_finished_job_ids,
 )
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "readable",
     "report_folder",
     "run_environment_tags",
+    "sqlite_finished_job_ids",
     "sqlite_path",
     "process_tag",
     "quiet_mlflow",

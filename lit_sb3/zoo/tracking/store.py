@@ -46,6 +46,7 @@ __all__ = [
     "Tracking",
     "TrackingTarget",
     "first_line",
+    "sqlite_finished_job_ids",
 ]
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
@@ -460,3 +461,43 @@ class Tracking:
         metrics["jobs/finished"] = float(sum(r.get("status") == "FINISHED" for r in rows))
         metrics["jobs/failed"] = float(sum(r.get("status") not in ("FINISHED", "SKIPPED") for r in rows))
         return metrics
+
+
+def sqlite_finished_job_ids(uri: str, experiment: str) -> set[str] | None:
+    """Job ids with a FINISHED job run in ``experiment`` of a ``sqlite:///`` store, read with one read-only SQL
+    query on MLflow's tables (``experiments``, ``runs``, ``tags``) instead of MLflow's client: the same answer
+    as :meth:`Tracking.finished_job_ids` (active experiment and runs only), without importing MLflow and
+    running its schema check (measured ~2.7 s of CPU against ~5 ms).
+
+    Returns None when the store is not a sqlite file or cannot be read this way (locked for longer than a few
+    seconds, another schema): the caller then asks MLflow. A missing database file has no finished job.
+
+    Args:
+        uri: tracking URI.
+        experiment: experiment name.
+    """
+    import sqlite3
+    from urllib.parse import quote
+
+    from lit_sb3.zoo.tracking.host import sqlite_path
+
+    path = sqlite_path(uri)
+    if path is None:
+        return None
+    if not path.is_file():
+        return set()
+    query = (
+        "SELECT DISTINCT j.value FROM experiments e JOIN runs r ON r.experiment_id = e.experiment_id "
+        "JOIN tags t ON t.run_uuid = r.run_uuid AND t.key = ? AND t.value = 'job' "
+        "JOIN tags j ON j.run_uuid = r.run_uuid AND j.key = ? "
+        "WHERE e.name = ? AND e.lifecycle_stage = 'active' AND r.lifecycle_stage = 'active' AND r.status = 'FINISHED'"
+    )
+    try:
+        con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=5.0)
+        try:
+            rows = con.execute(query, (RUN_TYPE, JOB_ID_TAG, experiment)).fetchall()
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+    return {str(value) for (value,) in rows if value}

@@ -1,0 +1,168 @@
+"""A memo of ``bench run``'s planning, so that a rerun plans without importing torch or Lightning.
+
+Planning an (algo, env) pair (:func:`lit_sb3.zoo.jobs.plan_grid`) checks that the algorithm can handle the env's
+spaces and resolves the pair's config, checking every value against the constructor annotations of the algorithm,
+its policy, optimizer and buffer classes: that imports the algorithm module and with it torch and Lightning (5 s
+of a no-op rerun's 10 s). Its outcome is a pure function of its inputs, so it is recorded here, one small JSON file
+per pair, and replayed when every input is the same:
+
+- the pair, ``--n-timesteps``, the suite's default budget for the env, ``--hyperparams``;
+- the *contents* of the built-in zoo file of the algorithm and of every ``--config`` file, in order;
+- the code and the environment: path, size and modification time of every ``.py`` file of the imported
+  ``lit_sb3`` package, the modification time of every ``site-packages`` folder on ``sys.path`` (an install,
+  upgrade or removal of any package changes it), the Python version, and :data:`VERSION` of this format.
+
+A miss (any input changed, a file unreadable) simply plans the pair as before and records the result; errors are
+never recorded, so a bad input fails the same way every time. Env ids of the ``module:Env-v0`` form are never
+recorded (the module could change without any of the above), nor algorithms registered from outside ``lit_sb3``
+(plugins). This memo replaces a metadata file of every class's
+signature (algorithm, policies, optimizers, buffers, with their annotations): that file would have to reproduce
+the checks exactly, or job ids (a hash of the resolved config) would silently change, whereas a replayed plan is
+the plan itself.
+
+Where: ``$LIT_SB3_CACHE_DIR/plans`` if set, else ``$XDG_CACHE_HOME/lit_sb3/plans`` (default ``~/.cache``).
+Set ``LIT_SB3_CACHE_DIR`` to an empty string to turn the memo off. Entries are plain JSON read with a size bound;
+a job's config from an entry is decoded by the worker through the same class whitelist as always.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["PlanCache", "VERSION", "cache_dir"]
+
+#: version of the entries' format (part of every key)
+VERSION = 1
+_MAX_ENTRY_BYTES = 1 << 20  # an entry is a few kB; anything larger is not ours
+_FINGERPRINT: str | None = None
+
+
+def cache_dir() -> Path | None:
+    """The folder of the recorded plans (None: ``LIT_SB3_CACHE_DIR`` is set empty, the memo is off)."""
+    env = os.environ.get("LIT_SB3_CACHE_DIR")
+    if env is not None:
+        return Path(env) / "plans" if env.strip() else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "lit_sb3" / "plans"
+
+
+def code_fingerprint() -> str:
+    """sha256 of what the outcome of planning depends on besides its arguments: the ``lit_sb3`` sources (path,
+    size, mtime), the ``site-packages`` folders' mtimes, the Python version (computed once per process)."""
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        import lit_sb3
+
+        h = hashlib.sha256(f"v{VERSION}|{sys.version}|{sys.platform}".encode())
+        root = Path(lit_sb3.__file__).resolve().parent
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(files):
+                if name.endswith(".py"):
+                    st = os.stat(os.path.join(folder, name))
+                    h.update(f"{os.path.join(folder, name)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        for entry in sys.path:
+            if os.path.basename(entry.rstrip(os.sep)) in ("site-packages", "dist-packages") and os.path.isdir(entry):
+                h.update(f"{entry}|{os.stat(entry).st_mtime_ns}\n".encode())
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
+
+
+def _file_digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+class PlanCache:
+    """The recorded outcomes of planning (algo, env) pairs with the same configs, overrides and budgets.
+
+    Args:
+        config_files: the ``--config`` files, in order.
+        overrides: ``--hyperparams`` ``key -> value text``.
+        n_timesteps: ``--n-timesteps`` (None: the configs' or the suite's).
+        folder: where entries live (default :func:`cache_dir`; None there: the memo is off).
+    """
+
+    def __init__(
+        self,
+        config_files: Sequence[str | Path] = (),
+        overrides: Mapping[str, str] | None = None,
+        n_timesteps: int | None = None,
+        folder: Path | None = None,
+    ) -> None:
+        self.folder = folder if folder is not None else cache_dir()
+        self._common = {
+            "configs": [[str(Path(p).resolve()), _file_digest(Path(p))] for p in config_files],
+            "overrides": sorted((str(k), str(v)) for k, v in (overrides or {}).items()),
+            "n_timesteps": n_timesteps,
+        }
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, algo: str, env_id: str, default_budget: int | None) -> Path | None:
+        from lit_sb3.algorithms.registry import ALGORITHMS
+
+        registered = ALGORITHMS.get(algo, "")
+        if self.folder is None or ":" in env_id or not registered.startswith("lit_sb3."):
+            return None  # the memo is off, or the env's module / the algorithm (a plugin) is outside lit_sb3
+        from lit_sb3.zoo.config.loading import zoo_config_dir
+
+        builtin = zoo_config_dir() / f"{algo}.yml"
+        key = {**self._common, "algo": algo, "registered": registered, "env_id": env_id,
+               "default_budget": default_budget,
+               "builtin": [str(builtin.resolve()), _file_digest(builtin)], "code": code_fingerprint()}  # fmt: skip
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()
+        return self.folder / f"{algo}-{digest[:32]}.json"
+
+    def get(self, algo: str, env_id: str, default_budget: int | None) -> dict[str, Any] | None:
+        """The recorded outcome of the pair (``{"skip": reason}`` or ``{"config", "config_hash", "budget",
+        "note"}``), or None.
+
+        Args:
+            algo: algorithm name.
+            env_id: env id.
+            default_budget: the suite's budget for the env (None: none).
+        """
+        path = self._path(algo, env_id, default_budget)
+        entry = None
+        if path is not None:
+            try:
+                if path.stat().st_size <= _MAX_ENTRY_BYTES:
+                    data = json.loads(path.read_text(encoding="utf-8"))
+                    if isinstance(data, dict) and data.get("algo") == algo and data.get("env_id") == env_id:
+                        entry = data
+            except (OSError, ValueError):
+                entry = None
+        if entry is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return entry
+
+    def put(self, algo: str, env_id: str, default_budget: int | None, outcome: Mapping[str, Any]) -> None:
+        """Record the outcome of planning the pair (written atomically; an unwritable folder records nothing).
+
+        Args:
+            algo: algorithm name.
+            env_id: env id.
+            default_budget: the suite's budget for the env.
+            outcome: ``{"skip": reason}`` or ``{"config", "config_hash", "budget", "note"}``.
+        """
+        path = self._path(algo, env_id, default_budget)
+        if path is None:
+            return
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"algo": algo, "env_id": env_id, **outcome}, sort_keys=True), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
