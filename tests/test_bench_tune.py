@@ -266,6 +266,8 @@ def test_builtin_search_spaces_resolve(algo: str, env_id: str) -> None:
         (["--search-space", "@unknown"], "unknown parameter 'learning_rat'"),
         (["--search-space", "@empty"], "parameter 'learning_rate': empty range"),
         (["--search-space", "@badtype"], "parameter 'n_epochs': type must be one of"),
+        (["--search-space", "@gamma5"], "gamma5.yml: gamma: bad value 5: must be in [0, 1]"),  # fixed wins, checked
+        (["--search-space", "@both"], "'gamma' and 'one_minus_gamma' both set gamma: keep one of them"),
         (["--storage", "@unwritable"], "cannot open journal storage"),
         (["--storage", "postgresql://u:p@127.0.0.1:1/db"], "cannot open storage 'postgresql://"),
     ],
@@ -277,6 +279,8 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
         "@unknown": {"learning_rat": {"type": "float", "low": 1e-4, "high": 1e-3}},
         "@empty": {"learning_rate": {"type": "float", "low": 1e-3, "high": 1e-4}},
         "@badtype": {"n_epochs": {"type": "integer", "low": 1, "high": 3}},
+        "@gamma5": {"gamma": 5},
+        "@both": {"gamma": 0.97, "one_minus_gamma": {"type": "float", "low": 0.001, "high": 0.1}},
     }
     (in_tmp_path / "afile").write_text("")
     extra = [
@@ -295,8 +299,33 @@ def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_templa
     assert time.monotonic() - t0 < 30
     assert message in err and len(err.splitlines()) == 1, err
     if "--search-space" in options:
-        assert options["--search-space"] in err  # the message names the file
+        assert f"--search-space {options['--search-space']}" in err  # the message names the option and file
+        assert "--hyperparams" not in err
     assert not (in_tmp_path / "optuna").exists() or "--storage" in options  # nothing was started
+
+
+def test_a_fixed_value_wins_over_the_builtin_derived_one(tmp_path: Path) -> None:
+    """A file that fixes gamma (or policy_kwargs.net_arch) replaces the built-in one_minus_gamma (net_arch):
+    what the RL Zoo user wrote is what every trial gets."""
+    import optuna
+
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.errors import BenchError
+    from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.tuning.search_spaces import load_search_space, sample_params, to_hyperparameters
+
+    path = _space(tmp_path, {"gamma": 0.97, "policy_kwargs": "dict(net_arch=[32, 32])"})
+    space = load_search_space("ppo", path)
+    assert "one_minus_gamma" not in space.params and "net_arch" not in space.params
+    assert "activation_fn" in space.params and "one_minus_gae_lambda" in space.params  # the rest stays
+    base = resolve("ppo", "CartPole-v1")
+    for trial in (optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=s)).ask() for s in range(3)):
+        hp, _ = to_hyperparameters("ppo", sample_params(trial, space), space.fixed, base.algo_kwargs, base.n_envs)
+        assert hp["gamma"] == 0.97 and hp["policy_kwargs"].startswith("dict(net_arch=[32, 32], activation_fn=")
+    # a value that fails in a trial names the search space, not --hyperparams
+    with pytest.raises(BenchError, match=r"^--search-space f\.yml: gamma: bad value 5"):
+        plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=4096, overrides={"gamma": "5"},
+                  overrides_label="--search-space f.yml")  # fmt: skip
 
 
 def test_seed_reports_are_running_means_and_objectives() -> None:

@@ -203,6 +203,7 @@ def plan_grid(
     log_interval: int | None = None,
     notes: list[str] | None = None,
     cache: PlanCache | None = None,
+    overrides_label: str = "--hyperparams",
 ) -> tuple[list[JobSpec], list[SkippedPair]]:
     """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
 
@@ -228,6 +229,7 @@ def plan_grid(
         cache: replays the recorded outcome of a pair planned before with the same inputs and records new
             ones (:class:`~lit_sb3.zoo.plan_cache.PlanCache`, made with the same ``config_files``, ``overrides``
             and ``n_timesteps``): a rerun then plans without importing torch or Lightning.
+        overrides_label: where ``overrides`` came from, in error messages (``bench tune``: its search space).
     """
     seeds = list(seeds)
     if not seeds:
@@ -249,7 +251,9 @@ def plan_grid(
         for env_id in envs:
             outcome = cache.get(algo, env_id, budgets.get(env_id)) if cache is not None else None
             if outcome is None:
-                outcome = _plan_pair(algo, env_id, n_timesteps, config_files, overrides, budgets.get(env_id))
+                outcome = _plan_pair(
+                    algo, env_id, n_timesteps, config_files, overrides, budgets.get(env_id), overrides_label
+                )
                 if cache is not None:
                     cache.put(algo, env_id, budgets.get(env_id), outcome)
             if "skip" in outcome:
@@ -278,7 +282,8 @@ def plan_grid(
 
 
 def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Sequence[str],
-               overrides: Mapping[str, str] | None, default_budget: int | None) -> dict[str, Any]:  # fmt: skip
+               overrides: Mapping[str, str] | None, default_budget: int | None,
+               overrides_label: str = "--hyperparams") -> dict[str, Any]:  # fmt: skip
     """The outcome of planning one pair: ``{"skip": reason}`` or its encoded config, config hash, budget and
     budget note (the form :class:`~lit_sb3.zoo.plan_cache.PlanCache` records)."""
     from lit_sb3.zoo.budget import exact_budget, rollout_size
@@ -288,7 +293,7 @@ def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Se
     reason = check_pair(algo, env_id)
     if reason is not None:
         return {"skip": reason}
-    cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides)
+    cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides, overrides_label=overrides_label)
     budget = n_timesteps or cfg.n_timesteps or default_budget
     if not budget:
         raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")

@@ -121,10 +121,7 @@ def _check_space(algo: str, env_id: str, space: Any, base: Any) -> None:
     point = {n: (s.choices[0] if s.type == "categorical" else s.low) for n, s in space.params.items()}
     sampled = sample_params(optuna.trial.FixedTrial(point), space)
     hp, _ = to_hyperparameters(algo, sampled, space.fixed, base.algo_kwargs, base.n_envs)
-    try:
-        resolve(algo, env_id, overrides={k: override_text(v) for k, v in hp.items()})
-    except BenchError as exc:
-        raise BenchError(f"{space.source}: {exc}") from exc
+    resolve(algo, env_id, overrides={k: override_text(v) for k, v in hp.items()}, overrides_label=space.source)
 
 
 def _fit_space(algo: str, env_id: str, space: Any, base: Any, eval_freq: int, budget: int) -> tuple[Any, list[str]]:

@@ -113,8 +113,8 @@ def _layers_of_file(path: Path, label: str, env_id: str) -> tuple[list[_Layer], 
     return layers, name, note
 
 
-def _parse_override(key: str, text: str) -> Any:
-    value = parse_yaml(text, f"--hyperparams {key}={text}", with_line=False) if text.strip() else None
+def _parse_override(key: str, text: str, label: str = "--hyperparams") -> Any:
+    value = parse_yaml(text, f"{label} {key}={text}", with_line=False) if text.strip() else None
     if isinstance(value, str):
         try:
             tree = ast.parse(" ".join(value.split()), mode="eval")
@@ -122,7 +122,7 @@ def _parse_override(key: str, text: str) -> Any:
             return value  # e.g. 'auto_0.1', 'cuda:0'
         if isinstance(tree.body, (ast.Name, ast.BinOp)):
             return value  # a bare word or a schedule: 'auto', 'MlpPolicy', 'lin_1e-3' (parses as lin_1e - 3)
-        return parse_python_literal(value, file="--hyperparams", key=key)
+        return parse_python_literal(value, file=label, key=key)
     return value
 
 
@@ -135,6 +135,7 @@ def resolve(
     algo_class: type | None = None,
     config_dir: str | Path | None = None,
     builtin: bool = True,
+    overrides_label: str = "--hyperparams",
 ) -> ResolvedConfig:
     """Merge built-in zoo config, ``--config`` files and ``--hyperparams`` for one (algo, env) pair.
 
@@ -146,6 +147,7 @@ def resolve(
         algo_class: class whose constructor defines the allowed keys (default: the registered class).
         config_dir: folder of the built-in files (default: :func:`zoo_config_dir`).
         builtin: read the built-in file at all (False: only ``config_files`` and ``overrides``).
+        overrides_label: where ``overrides`` came from, in error messages (``bench tune``: its search space).
     """
     algo = check_algo(algo)
     arg_names = algo_arg_names(algo, algo_class)
@@ -175,8 +177,8 @@ def resolve(
     if overrides:
         parsed = {}
         for key, text in overrides.items():
-            parsed[key] = _parse_override(key, text)
-        layers.append((parsed, _Source("--hyperparams", "--hyperparams", None), "--hyperparams"))
+            parsed[key] = _parse_override(key, text, overrides_label)
+        layers.append((parsed, _Source(overrides_label, overrides_label, None), overrides_label))
     if source_entry is None:
         notes.append(f"no config entry for {algo} on {env_id}: SB3 defaults (n_timesteps must be given)")
 

@@ -199,7 +199,7 @@ class Objective:
             jobs, _ = plan_grid(
                 [s.algo], [s.env_id], range(s.seeds_per_trial), n_timesteps=s.n_timesteps, eval_freq=s.eval_freq,
                 eval_episodes=s.eval_episodes, overrides={k: override_text(v) for k, v in hp.items()},
-                device=s.device,
+                device=s.device, overrides_label=space.source,
             )  # fmt: skip
             _check_grid(s, jobs[0])
         except BenchError as exc:

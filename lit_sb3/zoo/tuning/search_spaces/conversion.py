@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError
-from lit_sb3.zoo.tuning.search_spaces.spaces import _continuous_off_policy, _family
+from lit_sb3.zoo.tuning.search_spaces.spaces import _continuous_off_policy, _family, policy_kwargs_value
 from lit_sb3.zoo.tuning.search_spaces.tables import ACTIVATIONS, NET_ARCHS
 
 __all__ = ["to_hyperparameters", "render_literal", "render_literal_raw"]
@@ -73,6 +73,9 @@ def to_hyperparameters(algo: str, sampled: Mapping[str, Any], fixed: Mapping[str
             touched_pk = True
         elif name in ("log_std_init", "ortho_init", "n_quantiles"):
             policy_kwargs[name] = value
+            touched_pk = True
+        elif name == "policy_kwargs":  # a fixed (or sampled) one: its keys, with the derived ones next to them
+            policy_kwargs.update(policy_kwargs_value(value, "policy_kwargs"))
             touched_pk = True
         elif name == "one_minus_gamma":
             hp["gamma"] = 1.0 - float(value)

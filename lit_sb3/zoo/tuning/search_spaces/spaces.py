@@ -46,6 +46,15 @@ _SPEC_KEYS = {FLOAT: {"type", "low", "high", "log", "step"}, INT: {"type", "low"
 _NOT_TUNABLE = frozenset({"device", "seed", "verbose", "tensorboard_log", "policy", "_init_setup_model"})
 #: zoo keys (not constructor arguments) a search space may set
 _ZOO_KEYS = frozenset({"n_envs", "noise_type", "noise_std"})
+_POLICY_KEYS = ("net_arch", "activation_fn", "log_std_init", "ortho_init", "n_quantiles")
+#: the argument a derived name sets (policy keys: a key of ``policy_kwargs``)
+_SETS: dict[str, str] = {
+    "one_minus_gamma": "gamma",
+    "one_minus_gae_lambda": "gae_lambda",
+    "subsample_steps": "gradient_steps",
+    "top_frac_size": "n_top",
+    **{key: f"policy_kwargs.{key}" for key in _POLICY_KEYS},
+}
 
 
 @dataclass(frozen=True)
@@ -216,9 +225,38 @@ def _spec(name: str, data: Mapping[str, Any], algo: str, where: str) -> ParamSpe
     return ParamSpec(name, FLOAT, float(low), float(high), log, float(step) if step is not None else None)
 
 
+def policy_kwargs_value(value: Any, where: str) -> dict[str, Any]:
+    """A search space's ``policy_kwargs`` value (a ``"dict(...)"`` string or a mapping) as a dictionary.
+
+    Args:
+        value: the value.
+        where: prefix of error messages.
+    """
+    from lit_sb3.zoo.config.literals import parse_python_literal
+
+    parsed = parse_python_literal(value, file=where, key="policy_kwargs") if isinstance(value, str) else value
+    if not isinstance(parsed, Mapping):
+        raise BenchError(f"{where}: policy_kwargs: expected a dict such as dict(net_arch=[64, 64]), got {value!r}")
+    return dict(parsed)
+
+
+def _targets(name: str, value: Any, where: str) -> set[str]:
+    """The arguments ``name`` sets: itself, what a derived name sets, the keys of a fixed ``policy_kwargs``."""
+    if name == "policy_kwargs":
+        if isinstance(value, ParamSpec) or (isinstance(value, Mapping) and "type" in value):  # sampled: any key
+            return {f"policy_kwargs.{key}" for key in _POLICY_KEYS}
+        return {f"policy_kwargs.{key}" for key in policy_kwargs_value(value, where)} if value is not None else set()
+    return {_SETS.get(name, name)}
+
+
 def search_space_from_data(algo: str, data: Mapping[str, Any], where: str, base: SearchSpace | None = None,
                            ) -> SearchSpace:  # fmt: skip
     """Build (or extend ``base``) from a mapping ``name -> spec | fixed value | null``.
+
+    An argument set by ``data`` replaces whatever ``base`` set for it, directly or through a derived name: a
+    file's fixed ``gamma`` (or its own range of ``gamma``) replaces the built-in ``one_minus_gamma``, a fixed
+    ``policy_kwargs`` with ``net_arch`` replaces the built-in ``net_arch``. Two names of ``data`` that set the
+    same argument (``gamma`` and ``one_minus_gamma``) are an error naming both.
 
     Args:
         algo: algorithm name.
@@ -230,6 +268,7 @@ def search_space_from_data(algo: str, data: Mapping[str, Any], where: str, base:
     allowed = allowed_names(algo)
     params = dict(base.params) if base is not None else {}
     fixed = dict(base.fixed) if base is not None else {}
+    seen: dict[str, str] = {}  # argument -> the name of data that sets it
     for name, value in data.items():
         name = str(name)
         if name not in allowed:
@@ -241,6 +280,15 @@ def search_space_from_data(algo: str, data: Mapping[str, Any], where: str, base:
         fixed.pop(name, None)
         if value is None:
             continue
+        targets = _targets(name, value, where)
+        for target in sorted(targets):
+            if target in seen:
+                raise BenchError(f"{where}: '{seen[target]}' and '{name}' both set {target}: keep one of them")
+            seen[target] = name
+        for other in [n for n in (*params, *fixed) if n not in seen.values()]:
+            if _targets(other, params.get(other, fixed.get(other)), where) & targets:
+                params.pop(other, None)  # the later layer's value wins over the base's derived one
+                fixed.pop(other, None)
         if isinstance(value, Mapping):
             params[name] = _spec(name, value, algo, where)
         else:
@@ -284,7 +332,7 @@ def load_search_space(algo: str, path: str | Path | None) -> SearchSpace:
     if path is None:
         return base
 
-    where = f"search space {path}"
+    where = f"--search-space {path}"
     from lit_sb3.zoo.config.loading import load_yaml_file
 
     if not Path(path).exists():
