@@ -262,7 +262,7 @@ def search_space_from_data(algo: str, data: Mapping[str, Any], where: str, base:
         algo: algorithm name.
         data: the parameters; a mapping with ``type`` is a spec, ``null`` removes a parameter, anything
             else is a fixed value.
-        where: prefix of error messages (e.g. ``search space my.yml``).
+        where: prefix of error messages (e.g. ``--search-space my.yml``).
         base: the space to extend (None: start empty).
     """
     allowed = allowed_names(algo)
@@ -328,7 +328,7 @@ def load_search_space(algo: str, path: str | Path | None) -> SearchSpace:
     if path is None or search_space_name(algo) is not None:
         base = default_search_space(algo)
     else:  # an algorithm without a built-in space: the file is the whole space
-        base = SearchSpace(algo, {}, {}, f"search space {path}")
+        base = SearchSpace(algo, {}, {}, f"--search-space {path}")
     if path is None:
         return base
 
