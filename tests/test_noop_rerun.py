@@ -71,6 +71,18 @@ def test_plan_memo_records_no_error(tmp_path: Path) -> None:
     assert not folder.exists() or not list(folder.iterdir())
 
 
+def test_plan_memo_ignores_damaged_entries(tmp_path: Path) -> None:
+    """An entry that is not JSON, not ours, or too large is a miss, and planning writes it anew."""
+    folder = tmp_path / "plans"
+    expected = _plan(PlanCache((), None, 5000, folder=folder), algos=("sac",), envs=("Pendulum-v1",))
+    (entry,) = folder.iterdir()
+    for damage in (b"{not json", b'{"algo": "ppo", "env_id": "CartPole-v1"}', b" " * (2 << 20)):
+        entry.write_bytes(damage)
+        cache = PlanCache((), None, 5000, folder=folder)
+        assert _plan(cache, algos=("sac",), envs=("Pendulum-v1",)) == expected and cache.misses == 1
+    assert json.loads(entry.read_text())["algo"] == "sac"
+
+
 def _store_with_runs(folder: Path, template: Path) -> tuple[str, set[str]]:
     """A store whose experiment 'e' holds job runs in every state (and a deleted one), plus other runs."""
     from lit_sb3.zoo.tracking import open_tracking
