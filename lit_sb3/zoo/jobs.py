@@ -187,6 +187,29 @@ def default_eval_freq(n_timesteps: int) -> int:
     return max(1, n_timesteps // DEFAULT_EVALUATIONS)
 
 
+def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Sequence[str],
+               overrides: Mapping[str, str] | None, default_budget: int | None,
+               overrides_label: str = "--hyperparams") -> dict[str, Any]:  # fmt: skip
+    """The outcome of planning one pair: ``{"skip": reason}`` or its encoded config, config hash, budget and
+    budget note (the form :class:`~lit_sb3.zoo.plan_cache.PlanCache` records)."""
+    from lit_sb3.zoo.budget import exact_budget, rollout_size
+    from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.registry import check_pair
+
+    reason = check_pair(algo, env_id)
+    if reason is not None:
+        return {"skip": reason}
+    cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides, overrides_label=overrides_label)
+    budget = n_timesteps or cfg.n_timesteps or default_budget
+    if not budget:
+        raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")
+    rollout = rollout_size(algo, cfg.algo_kwargs, cfg.n_envs)
+    n_steps = int(cfg.algo_kwargs.get("n_steps", 0) or 0) if rollout else 0
+    budget, note = exact_budget(algo, env_id, int(budget), rollout, n_steps or (rollout or 0) // cfg.n_envs)
+    config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
+    return {"config": config, "config_hash": cfg.config_hash(), "budget": int(budget), "note": note}
+
+
 def plan_grid(
     algos: Sequence[str],
     envs: Sequence[str],
@@ -279,26 +302,3 @@ def plan_grid(
                     )
                 )
     return jobs, skipped
-
-
-def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Sequence[str],
-               overrides: Mapping[str, str] | None, default_budget: int | None,
-               overrides_label: str = "--hyperparams") -> dict[str, Any]:  # fmt: skip
-    """The outcome of planning one pair: ``{"skip": reason}`` or its encoded config, config hash, budget and
-    budget note (the form :class:`~lit_sb3.zoo.plan_cache.PlanCache` records)."""
-    from lit_sb3.zoo.budget import exact_budget, rollout_size
-    from lit_sb3.zoo.config import resolve
-    from lit_sb3.zoo.registry import check_pair
-
-    reason = check_pair(algo, env_id)
-    if reason is not None:
-        return {"skip": reason}
-    cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides, overrides_label=overrides_label)
-    budget = n_timesteps or cfg.n_timesteps or default_budget
-    if not budget:
-        raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")
-    rollout = rollout_size(algo, cfg.algo_kwargs, cfg.n_envs)
-    n_steps = int(cfg.algo_kwargs.get("n_steps", 0) or 0) if rollout else 0
-    budget, note = exact_budget(algo, env_id, int(budget), rollout, n_steps or (rollout or 0) // cfg.n_envs)
-    config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
-    return {"config": config, "config_hash": cfg.config_hash(), "budget": int(budget), "note": note}
