@@ -177,7 +177,7 @@ def _bench_run(uri: str, algo: str, hyperparams: list[str]) -> int:
     from lit_sb3.zoo.cli import main
 
     return main(["run", "--algos", algo, "--envs", GAME, "--seeds", "1", "--jobs", "1", "--tracking-uri", uri,
-                 "--experiment", "atari", "--n-timesteps", "1024", "--eval-freq", "1024", "--eval-episodes", "1",
+                 "--experiment", "atari", "--n-timesteps", "512", "--eval-freq", "512", "--eval-episodes", "1",
                  "--hyperparams", *hyperparams])  # fmt: skip
 
 
@@ -186,11 +186,30 @@ def test_ppo_and_dqn_run_an_atari_game_through_bench_run(tmp_path: Path, mlflow_
 
     uri = copy_store(tmp_path, mlflow_template)
     assert _bench_run(uri, "ppo", ["n_envs=2", "n_steps=64", "batch_size=64", "n_epochs=1"]) == 0
-    assert _bench_run(uri, "dqn", ["buffer_size=2000", "learning_starts=256", "optimize_memory_usage=True",
+    assert _bench_run(uri, "dqn", ["buffer_size=1000", "learning_starts=128", "optimize_memory_usage=True",
                                    "replay_buffer_kwargs=dict(handle_timeout_termination=False)"]) == 0  # fmt: skip
     jobs = runs(uri, "atari")
     assert sorted(r.data.tags["lit_sb3.algo"] for r in jobs) == ["dqn", "ppo"]
     for run in jobs:
         assert run.info.status == "FINISHED" and run.data.params["env_wrapper"].count("AtariWrapper") == 1
         history = client(uri).get_metric_history(run.info.run_id, "eval/mean_reward")
-        assert history and history[-1].step == 1024
+        assert history and history[-1].step == 512
+
+
+def test_a2c_zoo_atari_optimizer_survives_save_and_load(tmp_path: Path) -> None:
+    from lit_sb3 import A2C, RLEnvDataModule, RLTrainer
+    from lit_sb3.core.rmsprop_tf_like import RMSpropTFLike
+    from lit_sb3.vec_env import VecFrameStack, make_atari_env
+    from lit_sb3.zoo.config import resolve
+
+    policy_kwargs = resolve("a2c", GAME).algo_kwargs["policy_kwargs"]  # RMSpropTFLike, eps 1e-5
+    model = A2C("CnnPolicy", seed=0, device="cpu", n_steps=5, policy_kwargs=policy_kwargs)
+    env = VecFrameStack(make_atari_env(GAME, n_envs=2, seed=0), 4)
+    RLTrainer(max_steps=10, logger=False, default_root_dir=tmp_path).fit(
+        model, datamodule=RLEnvDataModule(train_env=env, seed=0)
+    )
+    model.save(tmp_path / "a2c.zip")
+    loaded = A2C.load(tmp_path / "a2c.zip")
+    assert type(model.policy.optimizer) is type(loaded.policy.optimizer) is RMSpropTFLike
+    assert loaded.policy.optimizer.param_groups[0]["eps"] == 1e-5
+    env.close()
