@@ -200,7 +200,9 @@ def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Se
     if reason is not None:
         return {"skip": reason}
     cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides, overrides_label=overrides_label)
-    budget = n_timesteps or cfg.n_timesteps or default_budget
+    # a suite's budget beats the n_timesteps of a zoo file's `default` entry (the zoo's 1e6 for any env)
+    from_default = cfg.provenance.get("n_timesteps", "").endswith(":default")
+    budget = n_timesteps or (None if from_default else cfg.n_timesteps) or default_budget or cfg.n_timesteps
     if not budget:
         raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")
     rollout = rollout_size(algo, cfg.algo_kwargs, cfg.n_envs)
