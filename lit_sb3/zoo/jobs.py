@@ -93,6 +93,8 @@ class JobSpec:
         log_interval: SB3's ``log_interval`` (iterations on-policy, episodes off-policy) between two dumps of
             the logged scalars; None: :func:`lit_sb3.zoo.runner.log_interval` picks it. Not part of the job id:
             it changes what is recorded, not the training.
+        record_final: record the final evaluation's episodes as an mp4 artifact (``videos/``); not part of the
+            job id either.
     """
 
     algo: str
@@ -106,6 +108,7 @@ class JobSpec:
     torch_threads: int = 1
     config_hash: str = field(default="", compare=False)
     log_interval: int | None = field(default=None, compare=False)
+    record_final: bool = field(default=False, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """The fields the job id is computed from."""
@@ -151,6 +154,22 @@ class JobSpec:
         data = json.loads(text)
         data.pop("params", None)  # written by versions that carried a display copy of the config
         return cls(**data)
+
+    def with_render_mode(self, render_mode: str) -> JobSpec:
+        """This job with ``render_mode`` added to its env kwargs (train and eval), e.g. ``"rgb_array"`` for videos:
+        for building envs only (its ``job_id`` differs from this job's).
+
+        Args:
+            render_mode: gymnasium render mode.
+        """
+        import dataclasses
+
+        config = dict(self.config)
+        for key in ("env_kwargs", "eval_env_kwargs"):
+            kwargs = decode_value(config.get(key))
+            if kwargs is not None or key == "env_kwargs":
+                config[key] = encode_value({**(kwargs or {}), "render_mode": render_mode})
+        return dataclasses.replace(self, config=config)
 
     def resolved_config(self) -> ResolvedConfig:
         """The :class:`~lit_sb3.zoo.config.ResolvedConfig` with real objects (classes, schedules)."""
@@ -201,6 +220,7 @@ def plan_grid(
     default_budgets: Mapping[str, int] | None = None,
     log_interval: int | None = None,
     notes: list[str] | None = None,
+    record_final: bool = False,
 ) -> tuple[list[JobSpec], list[SkippedPair]]:
     """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
 
@@ -223,6 +243,7 @@ def plan_grid(
         log_interval: ``--log-interval`` of every job (None: chosen per job by the runner).
         notes: receives one line per algo x env whose budget was rounded (on-policy: up to whole rollouts,
             see :func:`lit_sb3.zoo.budget.exact_budget`; a budget below one rollout is an error).
+        record_final: every job records its final evaluation (``bench run --record-final``).
     """
     from lit_sb3.zoo.budget import exact_budget, rollout_size
     from lit_sb3.zoo.config import resolve
@@ -276,6 +297,7 @@ def plan_grid(
                         torch_threads=int(torch_threads),
                         config_hash=cfg.config_hash(),
                         log_interval=log_interval,
+                        record_final=record_final,
                     )
                 )
     return jobs, skipped
