@@ -26,6 +26,7 @@ _LAZY = {
     "VectorizedActionNoise": "lit_sb3.core.noise",
     "evaluate_policy": "lit_sb3.core.evaluation",
     "make_vec_env": "lit_sb3.vec_env",
+    "make_atari_env": "lit_sb3.vec_env",
 }
 
 __all__ = ["__version__", *algorithm_exports(), *_LAZY]

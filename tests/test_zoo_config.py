@@ -226,9 +226,11 @@ def test_parser_rejects_code(text: str) -> None:
     assert msg.startswith("zoo_configs/ppo.yml:7: CartPole-v1: policy_kwargs: ") and "allowed:" in msg
 
 
-def test_rmsprop_tf_like_rejected_clearly() -> None:
-    with pytest.raises(BenchError, match="RMSpropTFLike .* not available in lit_sb3"):
-        parse_python_literal("dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5))")
+def test_rmsprop_tf_like_is_the_libraries_own() -> None:
+    from lit_sb3.core.rmsprop_tf_like import RMSpropTFLike
+
+    value = parse_python_literal("dict(optimizer_class=RMSpropTFLike, optimizer_kwargs=dict(eps=1e-5))")
+    assert value == {"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}}
 
 
 def test_schedules() -> None:

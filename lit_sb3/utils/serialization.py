@@ -130,8 +130,9 @@ def _load_builtins() -> None:
         import lit_sb3.policies.registry  # noqa: F401 - registers the policies and torch layers
         from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
         from lit_sb3.buffers import DictReplayBuffer, NStepReplayBuffer, ReplayBuffer
+        from lit_sb3.core.rmsprop_tf_like import RMSpropTFLike
 
-        for cls in (ReplayBuffer, DictReplayBuffer, NStepReplayBuffer, HerReplayBuffer):
+        for cls in (ReplayBuffer, DictReplayBuffer, NStepReplayBuffer, HerReplayBuffer, RMSpropTFLike):
             register_class(cls)
 
 

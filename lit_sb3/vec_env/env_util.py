@@ -23,6 +23,7 @@ __all__ = [
     "EnvIdNotFoundError",
     "check_env_id",
     "is_wrapped",
+    "make_atari_env",
     "make_vec_env",
     "unwrap_wrapper",
     "wrap_env",
@@ -63,6 +64,7 @@ def check_env_id(env_id: str) -> None:
 
     Raises:
         EnvIdNotFoundError: (a ValueError) naming the id and suggesting close matches.
+        ImportError: an Atari id without ale-py installed (one line naming the ``atari`` extra).
     """
     if not isinstance(env_id, str) or not env_id:
         raise TypeError(f"An environment id must be a non-empty string, got {env_id!r}.")
@@ -75,6 +77,10 @@ def check_env_id(env_id: str) -> None:
             raise EnvIdNotFoundError(
                 f"Environment id '{env_id}': could not import module '{module}' that should register it ({exc})."
             ) from exc
+    if name not in gym.registry:
+        from lit_sb3.envs.atari_wrappers import register_atari_if_needed
+
+        register_atari_if_needed(name)
     if name in gym.registry:
         return
     try:  # ids gymnasium resolves another way (e.g. without a version)
@@ -208,6 +214,53 @@ def _make_vec_env(
     vec_env = vec_env_cls([make_env(i + start_index) for i in range(n_envs)], **vec_env_kwargs)  # type: ignore[call-arg]
     vec_env.seed(seed)
     return vec_env
+
+
+def make_atari_env(
+    env_id: str | Callable[..., gym.Env],
+    n_envs: int = 1,
+    seed: int | None = None,
+    start_index: int = 0,
+    monitor_dir: str | None = None,
+    wrapper_kwargs: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    vec_env_cls: type[VecEnv] | None = None,
+    vec_env_kwargs: dict[str, Any] | None = None,
+    monitor_kwargs: dict[str, Any] | None = None,
+) -> VecEnv:
+    """``make_vec_env`` with each sub-env wrapped in :class:`~lit_sb3.envs.atari_wrappers.AtariWrapper` (SB3's).
+
+    With the default ``terminal_on_life_loss=True`` a lost life ends the episode and ``reset()`` then plays a
+    NOOP instead of resetting the game; pass ``wrapper_kwargs=dict(terminal_on_life_loss=False)`` to score whole
+    games. Frame stacking (``VecFrameStack``) is up to the caller, as in SB3.
+
+    Args:
+        env_id: an ALE env id without frame skip (``"BreakoutNoFrameskip-v4"``), or a callable returning one.
+        n_envs: number of sub-environments.
+        seed: env ``rank`` is reset with ``seed + rank`` at the first reset.
+        start_index: rank of the first sub-env.
+        monitor_dir: folder for the Monitor CSV files (``None``: no file).
+        wrapper_kwargs: keyword arguments of ``AtariWrapper``.
+        env_kwargs: keyword arguments of the env constructor.
+        vec_env_cls: the VecEnv class (default DummyVecEnv).
+        vec_env_kwargs: keyword arguments of ``vec_env_cls``.
+        monitor_kwargs: keyword arguments of ``Monitor``.
+    """
+    from lit_sb3.envs.atari_wrappers import AtariWrapper
+
+    return make_vec_env(
+        env_id,
+        n_envs=n_envs,
+        seed=seed,
+        start_index=start_index,
+        monitor_dir=monitor_dir,
+        wrapper_class=AtariWrapper,
+        env_kwargs=env_kwargs,
+        vec_env_cls=vec_env_cls,
+        vec_env_kwargs=vec_env_kwargs,
+        monitor_kwargs=monitor_kwargs,
+        wrapper_kwargs=wrapper_kwargs,
+    )
 
 
 def _needs_transpose(observation_space: spaces.Space) -> bool:

@@ -272,7 +272,11 @@ def plan_grid(
                 skipped.append(SkippedPair(algo, env_id, reason))
                 continue
             cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides)
-            budget = n_timesteps or cfg.n_timesteps or budgets.get(env_id)
+            # a suite's budget beats the n_timesteps of a zoo file's `default` entry (the zoo's 1e6 for any env)
+            from_default = cfg.provenance.get("n_timesteps", "").endswith(":default")
+            budget = (
+                n_timesteps or (None if from_default else cfg.n_timesteps) or budgets.get(env_id) or cfg.n_timesteps
+            )
             if not budget:
                 raise BenchError(
                     f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps"

@@ -135,8 +135,55 @@ def check_env_id(env_id: str) -> str:
                 f"env id '{env_id}': cannot import module '{module}' ({type(exc).__name__}: {exc})"
             ) from exc
     if name not in gym.registry:
+        register_optional_envs(name)
+    if name not in gym.registry:
         raise BenchError(f"unknown env id '{env_id}'{did_you_mean(name, registered_env_ids())}")
     return env_id
+
+
+def register_optional_envs(env_id: str) -> None:
+    """Register the envs of an optional extra that ``env_id`` needs (Atari: ale-py), as a one-line error.
+
+    Args:
+        env_id: gymnasium env id, not registered yet.
+    """
+    from lit_sb3.envs.atari_wrappers import register_atari_if_needed
+
+    try:
+        register_atari_if_needed(env_id)
+    except ImportError as exc:
+        raise BenchError(f"env id '{env_id}': {exc}") from None
+
+
+@functools.cache
+def published_env_ids(algo: str | None = None) -> frozenset[str]:
+    """Env ids with an entry in the built-in zoo file of ``algo`` (or of any algorithm).
+
+    Args:
+        algo: algorithm name (None: all).
+    """
+    from lit_sb3.zoo.config.loading import DEFAULT_ENTRY, load_zoo_file, zoo_config_dir
+
+    out: set[str] = set()
+    for name in [algo] if algo is not None else list(ALGOS):
+        path = zoo_config_dir() / f"{name}.yml"
+        if path.exists():
+            out.update(k for k in load_zoo_file(path) if k not in (DEFAULT_ENTRY, "atari"))
+    return frozenset(out)
+
+
+def not_installed_reason(algo: str, env_id: str) -> str | None:
+    """Why ``algo`` cannot run on a published zoo env here: it is not registered (its package is not installed).
+
+    Args:
+        algo: algorithm name.
+        env_id: gymnasium env id.
+    """
+    if env_id in gym.registry or ":" in env_id or env_id not in published_env_ids():
+        return None
+    return (
+        f"{env_id} is not installed here (an env of the zoo's published configs; install the package that registers it)"
+    )
 
 
 @functools.cache
@@ -165,6 +212,10 @@ def check_pair(algo: str, env_id: str) -> str | None:
         env_id: gymnasium env id (unknown ids raise a :class:`BenchError`).
     """
     key = check_algo(algo)
+    if env_id not in gym.registry:
+        register_optional_envs(env_id)
+    if (reason := not_installed_reason(key, env_id)) is not None:
+        return reason
     observation_space, action_space = env_spaces(env_id)
     for kind, space, allowed in (
         ("action", action_space, algo_action_spaces(key)),

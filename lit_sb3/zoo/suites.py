@@ -115,7 +115,11 @@ def expand_envs(spec: str | Iterable[str], suites: Mapping[str, Suite] | None = 
         else:
             import gymnasium as gym
 
+            from lit_sb3.zoo.registry import published_env_ids, register_optional_envs
+
             if name not in gym.registry:
+                register_optional_envs(name)
+            if name not in gym.registry and name not in published_env_ids():  # not installed: skipped at planning
                 known_ids = known_ids if known_ids is not None else registered_env_ids()
                 raise BenchError(
                     f"unknown suite or env id '{name}'{did_you_mean(name, [*suites, *known_ids])}; "

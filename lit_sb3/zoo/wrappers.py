@@ -3,12 +3,14 @@
 A config names wrappers the way the RL Zoo does (``sb3_contrib.common.wrappers.TimeFeatureWrapper``,
 ``rl_zoo3.wrappers.HistoryWrapper``, ``gymnasium.wrappers.TimeLimit`` ...). Nothing is imported by name:
 each name maps to a known class here. The zoo's wrappers that the published configs use are reimplemented
-below with the same behaviour (TimeFeatureWrapper from sb3-contrib; FrameSkip, HistoryWrapper and
-DelayedRewardWrapper from rl_zoo3); other ``rl_zoo3.wrappers`` names are rejected with a clear message.
+below with the same behaviour (TimeFeatureWrapper from sb3-contrib; FrameSkip, HistoryWrapper,
+DelayedRewardWrapper and YAMLCompatResizeObservation from rl_zoo3); SB3's ``AtariWrapper`` is the library's
+:class:`lit_sb3.envs.atari_wrappers.AtariWrapper`. Other names are rejected with a clear message.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, SupportsFloat
@@ -24,6 +26,7 @@ __all__ = [
     "FrameSkip",
     "HistoryWrapper",
     "DelayedRewardWrapper",
+    "YAMLCompatResizeObservation",
     "WrapperSpec",
     "canonical_wrapper",
     "wrapper_class",
@@ -177,12 +180,31 @@ class DelayedRewardWrapper(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
+class YAMLCompatResizeObservation(gym.wrappers.ResizeObservation):
+    """gymnasium's ``ResizeObservation`` with the shape as a list, as YAML writes it (rl_zoo3).
+
+    Args:
+        env: env with image observations.
+        shape: ``[height, width]`` of the output.
+    """
+
+    def __init__(self, env: gym.Env, shape: list[int]) -> None:
+        if len(shape) < 2:
+            raise ValueError(f"YAMLCompatResizeObservation: shape needs [height, width], got {shape!r}")
+        super().__init__(env, (int(shape[0]), int(shape[1])))
+
+
 _OWN = "lit_sb3.zoo.wrappers."
 _OWN_CLASSES: dict[str, type[gym.Wrapper]] = {
     "TimeFeatureWrapper": TimeFeatureWrapper,
     "FrameSkip": FrameSkip,
     "HistoryWrapper": HistoryWrapper,
     "DelayedRewardWrapper": DelayedRewardWrapper,
+    "YAMLCompatResizeObservation": YAMLCompatResizeObservation,
+}
+#: Library wrappers a config may name: canonical dotted name -> (module, class), imported when looked up.
+_LIBRARY: dict[str, tuple[str, str]] = {
+    "lit_sb3.envs.atari_wrappers.AtariWrapper": ("lit_sb3.envs.atari_wrappers", "AtariWrapper"),
 }
 # gymnasium.wrappers classes that take only plain (YAML-expressible) arguments.
 _GYM_ALLOWED = (
@@ -218,6 +240,15 @@ _ALIASES: dict[str, str] = {
     "rl_zoo3.wrappers.FrameSkip": _OWN + "FrameSkip",
     "rl_zoo3.wrappers.HistoryWrapper": _OWN + "HistoryWrapper",
     "rl_zoo3.wrappers.DelayedRewardWrapper": _OWN + "DelayedRewardWrapper",
+    "rl_zoo3.wrappers.YAMLCompatResizeObservation": _OWN + "YAMLCompatResizeObservation",
+    "stable_baselines3.common.atari_wrappers.AtariWrapper": "lit_sb3.envs.atari_wrappers.AtariWrapper",
+}
+
+
+#: Wrappers of other packages that published zoo entries name, and why lit_sb3 does not run them.
+_THIRD_PARTY = {
+    "ae": "a pretrained-autoencoder wrapper (araffin/aae-train-donkeycar), not available in lit_sb3",
+    "minigrid": "a wrapper of the minigrid package, not available in lit_sb3",
 }
 
 
@@ -227,7 +258,8 @@ def _gym_classes() -> dict[str, type]:
 
 def allowed_wrapper_names() -> list[str]:
     """Canonical names accepted for ``env_wrapper`` (aliases such as the sb3-contrib path also work)."""
-    return [_OWN + n for n in _OWN_CLASSES] + ["gymnasium.wrappers." + n for n in _gym_classes()]
+    own = [_OWN + n for n in _OWN_CLASSES]
+    return own + list(_LIBRARY) + ["gymnasium.wrappers." + n for n in _gym_classes()]
 
 
 def canonical_wrapper(name: str) -> str:
@@ -239,7 +271,7 @@ def canonical_wrapper(name: str) -> str:
     name = name.strip()
     if name in _ALIASES:
         return _ALIASES[name]
-    if name.startswith(_OWN) and name[len(_OWN) :] in _OWN_CLASSES:
+    if (name.startswith(_OWN) and name[len(_OWN) :] in _OWN_CLASSES) or name in _LIBRARY:
         return name
     for prefix in ("gymnasium.wrappers.", "gym.wrappers."):
         if name.startswith(prefix):
@@ -250,13 +282,13 @@ def canonical_wrapper(name: str) -> str:
     hint = did_you_mean(name, allowed + list(_ALIASES))
     if name.startswith("rl_zoo3.wrappers."):
         reason = "this rl_zoo3 wrapper is not implemented in lit_sb3"
-    elif "atari" in name.lower():
-        reason = "Atari wrappers are not supported"
+    elif name.split(".", 1)[0] in _THIRD_PARTY:
+        reason = _THIRD_PARTY[name.split(".", 1)[0]]
     else:
         reason = "not a whitelisted env wrapper"
     raise ValueError(
         f"env wrapper '{name}': {reason}{hint}; allowed: {', '.join(allowed)} "
-        "(and the sb3_contrib/rl_zoo3 names of the lit_sb3.zoo.wrappers classes)"
+        "(and the sb3_contrib/rl_zoo3/stable_baselines3 names of these classes)"
     )
 
 
@@ -270,6 +302,9 @@ def wrapper_class(name: str) -> type:
     short = canonical.rsplit(".", 1)[-1]
     if canonical.startswith(_OWN):
         return _OWN_CLASSES[short]
+    if canonical in _LIBRARY:
+        module, attr = _LIBRARY[canonical]
+        return getattr(importlib.import_module(module), attr)
     return _gym_classes()[short]
 
 

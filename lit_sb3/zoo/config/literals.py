@@ -2,9 +2,8 @@
 
 Strings such as ``"dict(net_arch=[64, 64], activation_fn=nn.ReLU)"`` are parsed with :mod:`ast` by
 :func:`parse_python_literal`: literals, lists, tuples, dicts, ``dict(k=v)``, unary minus, and whitelisted names
-(torch activations and optimizers, features extractors, ``HerReplayBuffer``). Nothing is ever evaluated.
-``RMSpropTFLike`` (SB3's TF-style RMSprop) is rejected: torch's RMSprop differs (eps outside the square root,
-zero-initialised square average), so silently substituting it would change the published results.
+(torch activations and optimizers, features extractors, ``HerReplayBuffer``, ``RMSpropTFLike``). Nothing is
+ever evaluated.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ _NUMBER_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 _ALLOWED_SYNTAX = (
     "numbers, strings, True/False/None, lists, tuples, {...} dicts, dict(key=value, ...), unary minus, "
     "and the names nn.<Activation> (e.g. nn.ReLU, nn.Tanh; also th.nn./torch.nn.), th.optim.<Optimizer> "
-    f"({', '.join(_OPTIMIZERS)}), {', '.join(_EXTRACTORS)}, HerReplayBuffer"
+    f"({', '.join(_OPTIMIZERS)}), {', '.join(_EXTRACTORS)}, HerReplayBuffer, RMSpropTFLike"
 )
 
 
@@ -40,11 +39,6 @@ def _prefix(file: str | None, env: str | None, key: str | None, line: int | None
 
 def _resolve_name(dotted: str) -> Any:
     """Object for a whitelisted dotted name; raises ``ValueError`` with the reason otherwise."""
-    if dotted.rsplit(".", 1)[-1] == "RMSpropTFLike":
-        raise ValueError(
-            "RMSpropTFLike (SB3's TF-style RMSprop) is not available in lit_sb3; use th.optim.RMSprop "
-            "(eps outside the square root, square average starting at 0: not identical) or leave optimizer_class out"
-        )
     if dotted not in _WHITELIST:
         raise ValueError(f"name '{dotted}' is not allowed{did_you_mean(dotted, _WHITELIST)}")
     from lit_sb3.utils.serialization import path_to_class  # the one class whitelist (configs, jobs, archives)

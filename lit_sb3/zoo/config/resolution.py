@@ -3,7 +3,8 @@
 :func:`resolve` merges, key by key (later wins):
 
 1. the built-in file's ``default`` entry, then its env entry (for a ``-v5`` env without an entry, the ``-v4``
-   then ``-v3`` entry: the zoo's v4 MuJoCo settings apply to v5 envs);
+   then ``-v3`` entry: the zoo's v4 MuJoCo settings apply to v5 envs; for an Atari env without an entry, the
+   ``atari`` entry, as rl_zoo3 does);
 2. each ``--config FILE``: its ``default`` entry, then its entry for the env;
 3. ``--hyperparams key=value`` overrides.
 
@@ -66,6 +67,7 @@ _VEC_NORMALIZE_KEYS = frozenset(
     {"training", "norm_obs", "norm_reward", "clip_obs", "clip_reward", "gamma", "epsilon", "norm_obs_keys"}
 )
 _V5_FALLBACK = ("-v4", "-v3")
+_ATARI_ENTRY = "atari"  # the zoo's entry for every ALE env without its own
 #: Constructor arguments that every bench job sets itself (runner: seed, device and verbose of the job).
 _SET_BY_BENCH = ("seed", "device", "verbose")
 _SET_BY_BENCH_HOW = "seed from --seeds/--seed-list, device from --device, verbose 0"
@@ -80,7 +82,8 @@ _CALLBACKS = (
 # resolution
 # ---------------------------------------------------------------------------------------------------------
 def find_entry(entries: Mapping[str, Any], env_id: str) -> tuple[str | None, str | None]:
-    """``(entry name, note)`` of the entry that applies to ``env_id`` (exact, else v4/v3 for a v5 env).
+    """``(entry name, note)`` of the entry that applies to ``env_id`` (exact, else v4/v3 for a v5 env, else
+    ``atari`` for an ALE env).
 
     Args:
         entries: a loaded zoo file.
@@ -93,6 +96,11 @@ def find_entry(entries: Mapping[str, Any], env_id: str) -> tuple[str | None, str
             older = env_id[: -len("-v5")] + suffix
             if older in entries:
                 return older, f"{suffix[1:]} entries apply to v5 envs"
+    if _ATARI_ENTRY in entries:
+        from lit_sb3.envs.atari_wrappers import is_atari_env_id
+
+        if is_atari_env_id(env_id):
+            return _ATARI_ENTRY, None
     return None, None
 
 

@@ -21,6 +21,7 @@ _OPTIMIZERS = ("Adam", "AdamW", "RMSprop", "SGD", "Adagrad", "Adamax", "NAdam", 
 _EXTRACTORS = ("NatureCNN", "FlattenExtractor", "CombinedExtractor")
 _EXTRACTOR_MODULE = "lit_sb3.policies.torch_layers"
 _HER_MODULE = "lit_sb3.algorithms.her.her_replay_buffer"
+_RMSPROP_TF_MODULE = "lit_sb3.core.rmsprop_tf_like"
 
 
 def _whitelist() -> dict[str, tuple[str, str]]:
@@ -39,6 +40,8 @@ def _whitelist() -> dict[str, tuple[str, str]]:
             names[prefix + ext] = (_EXTRACTOR_MODULE, ext)
     for prefix in ("", "stable_baselines3.", "stable_baselines3.her.", "lit_sb3."):
         names[prefix + "HerReplayBuffer"] = (_HER_MODULE, "HerReplayBuffer")
+    for prefix in ("", "stable_baselines3.common.sb2_compat.rmsprop_tf_like.", _RMSPROP_TF_MODULE + "."):
+        names[prefix + "RMSpropTFLike"] = (_RMSPROP_TF_MODULE, "RMSpropTFLike")
     return names
 
 
