@@ -196,16 +196,19 @@ def _build(spec: Any, stats: Path | None, record: bool) -> Any:
 
     env = build_env(spec.with_render_mode("rgb_array") if record else spec, evaluation=True)
     target = unwrap_vec_normalize(env)
-    if target is None:
+    if target is None and stats is None:
         return env
     if stats is None:
         env.close()
         raise BenchError(f"{spec.name} normalizes observations but its vecnormalize.json statistics are missing")
     try:
-        saved = VecNormalize.load(stats, target.venv)
+        saved = VecNormalize.load(stats, env if target is None else target.venv)
     except BadFileError as exc:
         env.close()
         raise BenchError(str(exc)) from None
+    if target is None:  # a model file with statistics next to it, on an entry without `normalize` (as rl_zoo3)
+        saved.training, saved.norm_reward = False, False
+        return saved
     sync_envs_normalization(saved, env)  # statistics only: the env stays frozen, rewards not normalised
     return env
 
