@@ -46,7 +46,8 @@ def test_box2d_suite_runs_through_bench_run(tmp_path: Path, mlflow_template: Pat
     uri = _store(tmp_path, mlflow_template)
     argv = ["run", "--algos", "ppo", "--envs", "box2d", "--jobs", "2", "--tracking-uri", uri, "--experiment", "box2d",
             "--n-timesteps", "256", "--eval-freq", "256", "--eval-episodes", "1",
-            "--hyperparams", "n_envs=1", "n_steps=128", "batch_size=64", "n_epochs=1"]  # fmt: skip
+            "--hyperparams", "n_envs=1", "n_steps=128", "batch_size=64", "n_epochs=1",
+            "env_kwargs=dict(max_episode_steps=200)"]  # fmt: skip  # short evaluation episodes (untrained walkers stand)
     cwd = os.getcwd()
     os.chdir(tmp_path)
     try:
