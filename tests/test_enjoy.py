@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EPISODES = 2
 GRID = ["--algos", "ppo", "--envs", "CartPole-v1", "--seeds", "1", "--jobs", "1", "--n-timesteps", "256",
         "--eval-freq", "256", "--eval-episodes", str(EPISODES), "--experiment", "enjoy",
-        "--hyperparams", "n_steps=64", "n_envs=1", "normalize=True", "--record-final"]  # fmt: skip
+        "--hyperparams", "n_steps=64", "batch_size=64", "n_envs=1", "normalize=True", "--record-final"]  # fmt: skip
 RENDER_SHAPE = (400, 600, 3)  # CartPole's rgb_array frames
 
 
@@ -190,3 +190,37 @@ def test_missing_video_extra_is_one_line(grid: dict[str, Any]) -> None:
                  ["run", "--algos", "ppo", "--envs", "CartPole-v1", "--record-final", "--tracking-uri", grid["uri"]]):  # fmt: skip
         proc = _poisoned(["imageio", "imageio_ffmpeg"], argv, grid["folder"])
         _one_line_error(proc.returncode, proc.stderr, "needs the 'video' extra", 'pip install "lit_sb3[video]"')
+
+
+def test_enjoy_through_a_tracking_server(
+    grid: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A job run whose artifacts live behind ``mlflow server`` (proxied ``mlflow-artifacts:``): downloaded and the
+    video uploaded through the server."""
+    import shutil
+
+    from tests.services import mlflow_server
+
+    local, files = _client(grid["uri"]), tmp_path / "files"
+    job = grid["job"]
+    for name in ("model.zip", "config.json", "vecnormalize.json"):
+        local.download_artifacts(job.info.run_id, name, str(files))
+    shutil.copy(Path(grid["uri"].removeprefix("sqlite:///")), tmp_path / "mlflow.db")
+    with mlflow_server(tmp_path) as url:
+        remote = _client(url)
+        exp = remote.create_experiment("served")  # the server's artifact root: mlflow-artifacts:/
+        run = remote.create_run(exp, tags={"lit_sb3.run_type": "job", **{k: v for k, v in job.data.tags.items()
+                                                                        if k.startswith("lit_sb3.")}})  # fmt: skip
+        for name in ("model.zip", "config.json", "vecnormalize.json"):
+            remote.log_artifact(run.info.run_id, str(files / name))
+        remote.set_terminated(run.info.run_id, "FINISHED")
+        assert remote.get_run(run.info.run_id).info.artifact_uri.startswith("mlflow-artifacts:")
+        code, out, err = _enjoy(
+            {**grid, "uri": url}, capsys, "--run-id", run.info.run_id, "--episodes", "2", "--record"
+        )
+        assert code == 0, err
+        _, out_local, _ = _enjoy(grid, capsys, "--run-id", job.info.run_id, "--episodes", "2")
+        assert _returns(out) == _returns(out_local)
+        videos = [a.path for a in remote.list_artifacts(run.info.run_id, "videos")]
+        assert len(videos) == 1 and videos[0].endswith(".mp4")
+    assert list((tmp_path / "artifacts").rglob("enjoy-*.mp4"))  # stored by the server, not written locally
