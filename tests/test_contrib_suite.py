@@ -23,19 +23,13 @@ ZOO_PUBLISHED = ZOO_PUBLISHED / "rl_zoo3" / "hyperparams" / "ppo_lstm.yml"
 
 def test_zoo_ppo_lstm_yml_is_the_published_file_and_its_entries_resolve():
     from lit_sb3.zoo.config import load_zoo_file, resolve, zoo_config_path
-    from lit_sb3.zoo.errors import BenchError
 
     path = zoo_config_path("ppo_lstm")
     if ZOO_PUBLISHED.exists():
         assert path.read_bytes() == ZOO_PUBLISHED.read_bytes()
     entries = [name for name in load_zoo_file(path) if name != "default"]
     assert {"CartPoleNoVel-v1", "PendulumNoVel-v1", "MountainCarContinuousNoVel-v0"} <= set(entries)
-    unsupported = {"atari": "Atari wrappers are not supported", "CarRacing-v3": "YAMLCompatResizeObservation"}
-    for env_id in entries:
-        if env_id in unsupported:  # wrappers lit_sb3 does not have: a one-line error naming the file, line and key
-            with pytest.raises(BenchError, match=unsupported[env_id]):
-                resolve("ppo_lstm", env_id, config_files=[path], builtin=False)
-            continue
+    for env_id in entries:  # every entry resolves (atari: AtariWrapper; CarRacing-v3: YAMLCompatResizeObservation)
         resolve("ppo_lstm", env_id, config_files=[path], builtin=False)
     cfg = resolve("ppo_lstm", "CartPoleNoVel-v1")
     assert cfg.n_envs == 8 and cfg.normalize

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 
 import gymnasium as gym
@@ -124,11 +125,18 @@ def test_extra_zoo_syntax_normalize_string_wrappers_train_freq() -> None:
 
 
 def test_builtin_zoo_configs_are_valid_and_match_references() -> None:
+    from tests.zoo_files import REFUSED, resolve_published_file
+
+    published = Path(sys.prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     for algo in registry.ALGOS:
-        if algo == "ppo_lstm":  # the zoo's file as published: its atari/CarRacing entries need wrappers lit_sb3 has
-            continue  # not; every other entry resolves (tests/test_contrib_suite.py)
-        envs = validate_zoo_file(algo, REPO / "zoo_configs" / f"{algo}.yml", algo_class=_algo_class(algo))
-        assert envs, algo
+        path = REPO / "zoo_configs" / f"{algo}.yml"
+        zoo_file = published / "rl_zoo3" / "hyperparams" / f"{algo}.yml"
+        if zoo_file.exists():  # the file rl_zoo3 2.9.2 publishes, byte for byte
+            assert path.read_bytes() == zoo_file.read_bytes(), algo
+        if algo in REFUSED:  # entries naming another package's wrapper: a one-line error when run
+            assert resolve_published_file(algo, path, _algo_class(algo)), algo
+        else:
+            assert validate_zoo_file(algo, path, algo_class=_algo_class(algo)), algo
     sac = _resolve("sac", "Humanoid-v5")
     assert sac.n_timesteps == 2_000_000 and sac.algo_kwargs["learning_starts"] == 10000
     dqn = _resolve("dqn", "CartPole-v1")
@@ -137,12 +145,17 @@ def test_builtin_zoo_configs_are_valid_and_match_references() -> None:
     assert _resolve("ppo", "CartPole-v1").provenance["policy"] == "zoo_configs/ppo.yml:CartPole-v1"
 
 
-def test_no_entry_falls_back_to_sb3_defaults(tmp_path: Path) -> None:
-    cfg = _resolve("ppo", "LunarLander-v3")
-    assert cfg.source_entry is None and cfg.n_timesteps is None and cfg.algo_kwargs == {}
-    assert cfg.policy == "MlpPolicy" and any("SB3 defaults" in n for n in cfg.notes)
+def test_no_entry_falls_back_to_the_default_entry_and_sb3_defaults(tmp_path: Path) -> None:
+    cfg = _resolve("ppo", "FrozenLake-v1")  # the zoo's `default` entry: n_timesteps 1e6, MlpPolicy
+    assert cfg.source_entry is None and cfg.n_timesteps == 1_000_000 and cfg.algo_kwargs == {}
+    assert cfg.policy == "MlpPolicy" and cfg.provenance["n_timesteps"] == "zoo_configs/ppo.yml:default"
+    assert any("SB3 defaults" in n for n in cfg.notes)
+    from lit_sb3.zoo.jobs import plan_grid
+
+    jobs, _ = plan_grid(["ppo"], ["FrozenLake-v1"], [0], default_budgets={"FrozenLake-v1": 4096})
+    assert jobs[0].n_timesteps == 4096  # a suite's budget beats the `default` entry's n_timesteps
     empty = resolve("ppo", "LunarLander-v3", algo_class=_algo_class("ppo"), config_dir=tmp_path)
-    assert empty.provenance["policy"] == "SB3 default"
+    assert empty.provenance["policy"] == "SB3 default" and empty.n_timesteps is None
 
 
 # ------------------------------------------------------------------------------------------ overrides

@@ -110,7 +110,8 @@ class A2C(OnPolicyAlgorithm):
         self.use_rms_prop = use_rms_prop
         self.tensorboard_log = tensorboard_log
         # SB3: RMSprop with TF-like settings unless the user chose an optimizer
-        if use_rms_prop and "optimizer_class" not in self.policy_kwargs:
+        self._derived_optimizer = use_rms_prop and "optimizer_class" not in self.policy_kwargs
+        if self._derived_optimizer:
             self.policy_kwargs["optimizer_class"] = th.optim.RMSprop
             self.policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
 
@@ -120,7 +121,7 @@ class A2C(OnPolicyAlgorithm):
 
     def _constructor_params(self) -> dict[str, Any]:
         params = super()._constructor_params()
-        if self.use_rms_prop:  # re-derived by the constructor on load
+        if self._derived_optimizer:  # re-derived by the constructor on load (a chosen optimizer is kept)
             kwargs = dict(params.get("policy_kwargs") or {})
             kwargs.pop("optimizer_class", None)
             kwargs.pop("optimizer_kwargs", None)

@@ -186,7 +186,11 @@ def resolve(
             parsed[key] = _parse_override(key, text)
         layers.append((parsed, _Source("--hyperparams", "--hyperparams", None), "--hyperparams"))
     if source_entry is None:
-        notes.append(f"no config entry for {algo} on {env_id}: SB3 defaults (n_timesteps must be given)")
+        defaults_from = [src.label for _, src, name in layers if name == DEFAULT_ENTRY]
+        if defaults_from:  # e.g. the zoo's `default: {n_timesteps: 1e6, policy: MlpPolicy}`
+            notes.append(f"no config entry for {algo} on {env_id}: {', '.join(defaults_from)} and SB3 defaults")
+        else:
+            notes.append(f"no config entry for {algo} on {env_id}: SB3 defaults (n_timesteps must be given)")
 
     # merge, key by key
     merged: dict[str, tuple[Any, _Source]] = {}
