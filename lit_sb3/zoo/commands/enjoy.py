@@ -6,8 +6,9 @@ well as the sqlite store), or from a model file (``--model FILE.zip --env ENV``)
 run's wrappers from its ``config.json`` by the worker's own builder (:func:`lit_sb3.zoo.worker.envs.build_env`,
 evaluation form: one env, seed ``seed + 10_000``, VecNormalize frozen and rewards not normalised), its
 VecNormalize statistics restored from ``vecnormalize.json``, and N episodes are run (deterministic unless
-``--stochastic``): with the run's seed and the same number of episodes they are its final evaluation's episodes.
-``--record`` writes them to an mp4 (the ``video`` extra) and logs it to the run as ``videos/enjoy-<time>.mp4``.
+``--stochastic``): same env seed as the run's evaluations, so an on-policy run (evaluated after its last update)
+replays its final evaluation's episodes; off-policy runs evaluate at the last env step, before its gradient steps.
+``--record`` writes them to an mp4 (the ``video`` extra) and logs it to the run as ``videos/enjoy-<algo>-s<seed>-<time>.mp4``.
 
 The model is read by the library's safe loader (JSON + ``weights_only`` tensors, no pickle), the config through
 the class whitelist; nothing from the run is executed. Every bad input is one line, before anything is loaded.
