@@ -19,10 +19,12 @@ if ! python -c "import torch" >/dev/null 2>&1; then
   fi
 fi
 # PostgreSQL server binaries for tests/test_distributed.py (it starts a throw-away server): installed from Debian's
-# packages when running as root with apt-get and no /usr/lib/postgresql/*/bin/initdb (a fresh CI machine).
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+# packages when running as root with apt-get and no /usr/lib/postgresql/*/bin/initdb (a fresh CI machine); with them
+# libEGL (Mesa) for headless MuJoCo videos (bench enjoy --record, MUJOCO_GL=egl).
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && { ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 \
+    || ! ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1'; }; then
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql libegl1 libegl-mesa0 >/dev/null
 fi
 # torch is already satisfied above, so this never pulls a second (CUDA) build
 pip install -q -e ".[${LIT_SB3_EXTRAS:-dev}]"

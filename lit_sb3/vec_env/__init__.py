@@ -36,6 +36,7 @@ from lit_sb3.vec_env.vec_frame_stack import VecFrameStack
 from lit_sb3.vec_env.vec_monitor import VecMonitor
 from lit_sb3.vec_env.vec_normalize import VecNormalize
 from lit_sb3.vec_env.vec_transpose import VecTransposeImage
+from lit_sb3.vec_env.vec_video_recorder import VecVideoRecorder
 
 __all__ = [
     "CloudpickleWrapper",
@@ -54,6 +55,7 @@ __all__ = [
     "VecMonitor",
     "VecNormalize",
     "VecTransposeImage",
+    "VecVideoRecorder",
     "check_env_id",
     "copy_obs_dict",
     "dict_to_obs",

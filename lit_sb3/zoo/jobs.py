@@ -94,6 +94,8 @@ class JobSpec:
         log_interval: SB3's ``log_interval`` (iterations on-policy, episodes off-policy) between two dumps of
             the logged scalars; None: :func:`lit_sb3.zoo.runner.log_interval` picks it. Not part of the job id:
             it changes what is recorded, not the training.
+        record_final: record the final evaluation's episodes as an mp4 artifact (``videos/``); not part of the
+            job id either.
     """
 
     algo: str
@@ -107,6 +109,7 @@ class JobSpec:
     torch_threads: int = 1
     config_hash: str = field(default="", compare=False)
     log_interval: int | None = field(default=None, compare=False)
+    record_final: bool = field(default=False, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """The fields the job id is computed from."""
@@ -152,6 +155,22 @@ class JobSpec:
         data = json.loads(text)
         data.pop("params", None)  # written by versions that carried a display copy of the config
         return cls(**data)
+
+    def with_render_mode(self, render_mode: str) -> JobSpec:
+        """This job with ``render_mode`` added to its env kwargs (train and eval), e.g. ``"rgb_array"`` for videos:
+        for building envs only (its ``job_id`` differs from this job's).
+
+        Args:
+            render_mode: gymnasium render mode.
+        """
+        import dataclasses
+
+        config = dict(self.config)
+        for key in ("env_kwargs", "eval_env_kwargs"):
+            kwargs = decode_value(config.get(key))
+            if kwargs is not None or key == "env_kwargs":
+                config[key] = encode_value({**(kwargs or {}), "render_mode": render_mode})
+        return dataclasses.replace(self, config=config)
 
     def resolved_config(self) -> ResolvedConfig:
         """The :class:`~lit_sb3.zoo.config.ResolvedConfig` with real objects (classes, schedules)."""
@@ -229,6 +248,7 @@ def plan_grid(
     notes: list[str] | None = None,
     cache: PlanCache | None = None,
     overrides_label: str = "--hyperparams",
+    record_final: bool = False,
 ) -> tuple[list[JobSpec], list[SkippedPair]]:
     """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
 
@@ -255,6 +275,7 @@ def plan_grid(
             ones (:class:`~lit_sb3.zoo.plan_cache.PlanCache`, made with the same ``config_files``, ``overrides``
             and ``n_timesteps``): a rerun then plans without importing torch or Lightning.
         overrides_label: where ``overrides`` came from, in error messages (``bench tune``: its search space).
+        record_final: every job records its final evaluation (``bench run --record-final``).
     """
     seeds = list(seeds)
     if not seeds:
@@ -301,6 +322,7 @@ def plan_grid(
                         torch_threads=int(torch_threads),
                         config_hash=outcome["config_hash"],
                         log_interval=log_interval,
+                        record_final=record_final,
                     )
                 )
     return jobs, skipped

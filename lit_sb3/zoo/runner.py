@@ -165,13 +165,17 @@ def run_job(
     train_env = eval_env = None
     model = None
     mlflow_logger = None
+    video_dir = Path(tempfile.mkdtemp(prefix=f"bench-video-{spec.job_id}-")) if spec.record_final else None
     try:
         from lit_sb3 import RLEnvDataModule, RLTrainer
         from lit_sb3.zoo.worker.callbacks import job_callbacks
         from lit_sb3.zoo.worker.guards import DivergenceGuard
 
         train_env = build_env(spec)
-        eval_env = build_env(spec, evaluation=True)
+        if video_dir is None:
+            eval_env = build_env(spec, evaluation=True)
+        else:  # the evaluation at the end of the budget is recorded (--record-final)
+            eval_env = _recording_eval_env(spec, video_dir, lambda: model.num_timesteps >= spec.n_timesteps)
         model = build_model(spec, train_env.action_space)
         eval_cb, hook_cb, progress_cb = job_callbacks(
             spec.job_id, spec.n_timesteps, eval_env, spec.eval_episodes, spec.eval_freq, hooks, progress
@@ -228,6 +232,10 @@ def run_job(
                 folder.mkdir()
                 _write_artifacts(folder, spec, model, hook_cb.rows)
                 store.log_artifacts(run_id, folder)
+                if video_dir is not None:
+                    eval_env.close_video()
+                    if eval_env.n_frames:
+                        store.log_artifacts(run_id, video_dir, "videos")
                 if result.stopped_early:
                     store.set_tags(run_id, {"lit_sb3.stopped_early": "true"})
             result.status = stopped_status if result.stopped_early else "FINISHED"
@@ -254,7 +262,28 @@ def run_job(
                     env.close()
                 except Exception:  # noqa: BLE001
                     pass
+        if video_dir is not None:
+            import shutil
+
+            shutil.rmtree(video_dir, ignore_errors=True)
     return result
+
+
+def _recording_eval_env(spec: JobSpec, folder: Path, start: Callable[[], bool]) -> Any:
+    """The job's eval env rendering ``rgb_array`` frames, wrapped in a
+    :class:`~lit_sb3.vec_env.VecVideoRecorder` that writes ``final-<job id>.mp4`` in ``folder`` from the first
+    evaluation for which ``start()`` is true.
+
+    Args:
+        spec: the job.
+        folder: where the mp4 goes.
+        start: when to start recording.
+    """
+    from lit_sb3.vec_env.vec_video_recorder import VecVideoRecorder, configure_headless_rendering
+
+    configure_headless_rendering()  # before the env (MuJoCo, pygame) is made
+    env = build_env(spec.with_render_mode("rgb_array"), evaluation=True)
+    return VecVideoRecorder(env, folder / f"final-{spec.job_id}.mp4", start_trigger=start)
 
 
 def _reason(exc: BaseException) -> str:

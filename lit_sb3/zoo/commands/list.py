@@ -19,6 +19,7 @@ LEGEND = {
     "v4": "a -v4 (or -v3) entry applied to the -v5 env",
     "defaults": "no entry: SB3 defaults, --n-timesteps needed",
     "n/a": "cannot run (action space)",
+    "extra": "its optional extra is not installed (see Extras)",
 }
 
 
@@ -83,6 +84,14 @@ def run(args: argparse.Namespace) -> int:
         desc = f" - {suite.description}" if suite.description else ""
         console.print(f"  {suite.name}{desc}: {', '.join(parts)}", highlight=False)
 
+    from lit_sb3.zoo.extras import EXTRAS, env_extra, extra_status
+
+    missing = extra_status()
+    console.print("[bold]Extras[/bold]")
+    for name, extra in EXTRAS.items():
+        state = "installed" if missing[name] is None else f"missing ({extra.install})"
+        console.print(f"  {name}: {extra.description}: {state}", highlight=False, markup=False)
+
     console.print("[bold]Algorithms[/bold]")
     for algo in ALGOS:
         cls = get_algo_class(algo)
@@ -108,7 +117,11 @@ def run(args: argparse.Namespace) -> int:
     problems: list[str] = []
     for env_id in envs:
         cells = []
+        extra = env_extra(env_id)
         for algo in algos:
+            if extra is not None and missing[extra] is not None:
+                cells.append("extra")
+                continue
             cell, detail = pair_status(algo, env_id, entries[algo])
             cells.append(cell)
             if cell == "n/a" and detail:

@@ -73,6 +73,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     )
     p.add_argument("--start-method", choices=("forkserver", "spawn"), default=None,
                    help="how job processes start (default forkserver where available: imports are paid once)")  # fmt: skip
+    p.add_argument("--record-final", action="store_true",
+                   help="record the final evaluation of each job as an mp4 artifact (videos/; the video extra)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     p.set_defaults(func=run)
     return p
@@ -123,6 +125,8 @@ def _command_line(args: argparse.Namespace) -> str:
         argv += ["--config", cfg]
     if args.hyperparams:
         argv += ["--hyperparams", *args.hyperparams]
+    if args.record_final:
+        argv += ["--record-final"]
     return "bench " + shlex.join(argv)
 
 
@@ -136,11 +140,15 @@ def _check_device(device: str) -> None:
 
 def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     from lit_sb3.zoo.commands.show_config import parse_overrides
+    from lit_sb3.zoo.extras import check_env_extras, check_extra
     from lit_sb3.zoo.jobs import plan_grid
     from lit_sb3.zoo.plan_cache import PlanCache
     from lit_sb3.zoo.suites import default_budgets, expand_algos, expand_envs
 
     algos = expand_algos(args.algos)
+    check_env_extras(args.envs)  # a missing extra (box2d, atari) is one line naming it, before any env is made
+    if args.record_final:
+        check_extra("video", "--record-final")
     envs = expand_envs(args.envs)
     seeds = _seeds(args)
     if args.jobs is not None and args.jobs < 1:
@@ -165,7 +173,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         algos, envs, seeds, n_timesteps=args.n_timesteps, eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes, config_files=args.config, overrides=overrides, device=args.device,
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
-        notes=notes, cache=PlanCache(args.config, overrides, args.n_timesteps),
+        notes=notes, cache=PlanCache(args.config, overrides, args.n_timesteps), record_final=args.record_final,
     )  # fmt: skip
     for line in notes:  # on-policy budgets rounded up to whole rollouts
         print(f"budget: {line}", flush=True)
