@@ -11,6 +11,11 @@ import torch
 
 torch.set_num_threads(1)
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+# bench's plan memo (lit_sb3/zoo/plan_cache.py) goes to a folder of this test run, not the user's ~/.cache
+if "LIT_SB3_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["LIT_SB3_CACHE_DIR"] = tempfile.mkdtemp(prefix="lit_sb3-test-cache-")
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # so that "tests.envs.<module>:<EnvId>" ids import in this process and in workers
