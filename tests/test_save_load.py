@@ -232,15 +232,31 @@ def test_zip_bomb_is_refused_from_the_directory_and_unused_members_are_never_rea
         (lambda d: d.__setitem__("format", 999), "newer lit_sb3"),
         (lambda d: d.__setitem__("algo", "SAC"), "use SAC.load()"),
         (lambda d: d.__setitem__("observation_space", {"type": "Graph"}), "unknown space type"),
+        (lambda d: d["observation_space"].__setitem__("shape", [10**6, 10**6]), "Box elements"),
+        (lambda d: d["observation_space"].__setitem__("shape", [-4, -4]), "positive integers"),
     ],
     ids=["net_arch", "net_weights", "discrete_n", "box_size", "n_steps", "no_params", "device", "format", "algo",
-         "space_type"],
+         "space_type", "box_shape_size", "box_shape_negative"],
 )  # fmt: skip
 def test_bad_data_json_ppo(ppo_archive: bytes, tmp_path: Path, edit: Any, expected: str) -> None:
     path = _edit_data(ppo_archive, tmp_path / "bad.zip", edit)
     with pytest.raises(BadFileError) as excinfo:
         PPO.load(path)
     assert expected in _one_line_error(excinfo, str(path))
+
+
+def test_uniform_box_bounds_are_stored_as_two_numbers_and_a_shape() -> None:
+    """An Atari observation space (0..255 over 4x84x84) is a few bytes in data.json, not two 28k-element arrays."""
+    from lit_sb3.utils.serialization import space_from_dict, space_to_dict
+
+    for space in (
+        spaces.Box(0, 255, (4, 84, 84), np.uint8),
+        spaces.Box(-np.inf, np.inf, (5,), np.float64),
+        spaces.Box(np.array([-1.0, 0.0], np.float32), np.array([1.0, 2.0], np.float32)),
+    ):
+        text = json.dumps(space_to_dict(space))
+        assert len(text) < 300
+        assert space_from_dict(json.loads(text)) == space
 
 
 def test_huge_replay_buffer_size_in_archive(dqn_archive: bytes, tmp_path: Path) -> None:

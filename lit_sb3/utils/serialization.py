@@ -310,7 +310,12 @@ def to_display(data: Any) -> Any:
 def space_to_dict(space: spaces.Space) -> dict[str, Any]:
     """JSON description of a gymnasium space (Box, Discrete, MultiDiscrete, MultiBinary, Dict, Tuple)."""
     if isinstance(space, spaces.Box):
-        return {"type": "Box", "low": _array(space.low), "high": _array(space.high), "dtype": str(space.dtype)}
+        low, high = np.asarray(space.low), np.asarray(space.high)
+        if low.size and (low == low.flat[0]).all() and (high == high.flat[0]).all():
+            # uniform bounds (images: 0..255 over 4x84x84) as two numbers and a shape, not two full arrays
+            return {"type": "Box", "low": _array(low.flat[0]), "high": _array(high.flat[0]),
+                    "shape": list(space.shape), "dtype": str(space.dtype)}  # fmt: skip
+        return {"type": "Box", "low": _array(low), "high": _array(high), "dtype": str(space.dtype)}
     if isinstance(space, spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, spaces.MultiDiscrete):
@@ -361,6 +366,18 @@ def space_from_dict(data: Any, _depth: int = 0) -> spaces.Space:
     kind = data.get("type")
     if kind == "Box":
         low, high = _bounded_array(data.get("low"), "Box low"), _bounded_array(data.get("high"), "Box high")
+        if "shape" in data:  # uniform bounds: two numbers and a shape, bounded before numpy allocates it
+            shape = data["shape"]
+            if not isinstance(shape, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in shape
+            ):
+                raise ValueError(f"Box shape must be a list of positive integers, got {shape!r}")
+            _bounded_int(int(np.prod(shape, dtype=np.int64)) if shape else 1, "Box elements", MAX_SPACE_ELEMENTS)
+            if low.ndim or high.ndim:
+                raise ValueError("a Box with a shape has scalar low/high")
+            return spaces.Box(
+                low=low.item(), high=high.item(), shape=tuple(shape), dtype=np.dtype(str(data.get("dtype")))
+            )
         if low.shape != high.shape:
             raise ValueError(f"Box low {low.shape} and high {high.shape} differ in shape")
         return spaces.Box(low=low, high=high, dtype=np.dtype(str(data.get("dtype"))))
