@@ -10,14 +10,19 @@ from lit_sb3.algorithms.seed_batch.base import (
     clip_grad_norm_per_seed,
     stack_sequential,
 )
+from lit_sb3.algorithms.seed_batch.dqn import SeedBatchDQN
 from lit_sb3.algorithms.seed_batch.off_policy import OffPolicySeedBatch, SeedReplayStorage
 from lit_sb3.algorithms.seed_batch.sac import SeedBatchSAC
+from lit_sb3.algorithms.seed_batch.td3 import SeedBatchDDPG, SeedBatchTD3
 
 __all__ = [
     "OffPolicySeedBatch",
     "ParamLink",
     "SeedBatch",
+    "SeedBatchDDPG",
+    "SeedBatchDQN",
     "SeedBatchSAC",
+    "SeedBatchTD3",
     "SeedReplayStorage",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",
