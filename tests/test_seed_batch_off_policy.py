@@ -75,6 +75,17 @@ def test_initial_parameters_equal_single_seed_models(algo):
         th.testing.assert_close(stacked, alone)
 
 
+def _assert_optimizers_equal(member, single) -> None:
+    """The member's optimiser states (Adam moments and steps) are seed i's slices of the batch's."""
+    for name, optimizer in single._optimizers_to_save().items():
+        mine = member._optimizers_to_save()[name].state_dict()["state"]
+        theirs = optimizer.state_dict()["state"]
+        assert mine.keys() == theirs.keys() and theirs, name
+        for index in theirs:
+            for key in theirs[index]:
+                th.testing.assert_close(mine[index][key], theirs[index][key], atol=1e-6, rtol=1e-4)
+
+
 def _fixed_batch(k: int, b: int, obs_dim: int, act_dim: int, seed: int = 0):
     g = th.Generator().manual_seed(seed)
     return dict(
@@ -113,6 +124,7 @@ def test_sac_one_batched_update_equals_single_updates(monkeypatch):
         member = batch.member(i)
         _assert_state_equal(member.policy.state_dict(), single.policy.state_dict(), atol=1e-6)
         th.testing.assert_close(member.log_ent_coef, single.log_ent_coef)
+        _assert_optimizers_equal(member, single)
         # the update moved the parameters (a no-op would pass the comparison too)
         assert not th.equal(member.actor.mu.weight, _single(SAC, "Pendulum-v1", SEEDS[i], **SAC_KW).actor.mu.weight)
     losses = {key: value for key, value in batch._seed_log_buffer.items() if key.startswith("train/")}
@@ -185,6 +197,7 @@ def test_dqn_one_batched_update_equals_single_updates_with_per_seed_clipping(mon
     for i, single in enumerate(singles):
         _single_update(single, ReplayBufferSamples(**{key: v[i] for key, v in data.items()}), b)
         _assert_state_equal(batch.member(i).policy.state_dict(), single.policy.state_dict(), atol=1e-6)
+        _assert_optimizers_equal(batch.member(i), single)
 
 
 def test_td3_and_dqn_batches_train_through_rltrainer(tmp_path):
@@ -234,22 +247,22 @@ def test_sac_batch_trains_through_rltrainer_and_members_round_trip(tmp_path):
     assert not th.equal(batch.member(0).actor.mu.weight, batch.member(1).actor.mu.weight)
 
 
-class _NaNRewardAfter(gym.Wrapper):
-    def __init__(self, env: gym.Env, after: int) -> None:
+class _BadRewardAfter(gym.Wrapper):
+    def __init__(self, env: gym.Env, after: int, value: float = float("nan")) -> None:
         super().__init__(env)
-        self.after, self.steps = after, 0
+        self.after, self.steps, self.value = after, 0, value
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.steps += 1
-        return obs, float("nan") if self.steps > self.after else reward, terminated, truncated, info
+        return obs, self.value if self.steps > self.after else reward, terminated, truncated, info
 
 
 def test_seed_with_nan_rewards_is_masked_while_the_others_train(tmp_path):
     seeds = [0, 1, 2]
     kwargs = dict(learning_starts=30, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
     envs = _envs("Pendulum-v1", seeds[:2]) + [
-        make_vec_env("Pendulum-v1", n_envs=1, seed=2, wrapper_class=_NaNRewardAfter, wrapper_kwargs=dict(after=80))
+        make_vec_env("Pendulum-v1", n_envs=1, seed=2, wrapper_class=_BadRewardAfter, wrapper_kwargs=dict(after=80))
     ]
     batch = SeedBatch(SAC, seeds=seeds, **kwargs)
     RLTrainer(max_steps=80, logger=False, default_root_dir=tmp_path).fit(
@@ -266,6 +279,23 @@ def test_seed_with_nan_rewards_is_masked_while_the_others_train(tmp_path):
     th.testing.assert_close(after[2], before[2], atol=0, rtol=0)
     assert th.isfinite(after[2]).all()
     assert envs[2].envs[0].steps == 81  # the failed seed's env stopped stepping
+
+
+def test_seed_whose_losses_overflow_is_masked(tmp_path):
+    """Finite but huge rewards make that seed's critic loss infinite: it is masked, the other seed goes on."""
+    kwargs = dict(learning_starts=30, batch_size=16, policy_kwargs=dict(net_arch=[16]))
+    envs = [
+        make_vec_env(
+            "Pendulum-v1", n_envs=1, seed=0, wrapper_class=_BadRewardAfter, wrapper_kwargs=dict(after=0, value=3e38)
+        ),
+        make_vec_env("Pendulum-v1", n_envs=1, seed=1),
+    ]
+    batch = SeedBatch(SAC, seeds=[0, 1], **kwargs)
+    RLTrainer(max_steps=100, logger=False, default_root_dir=tmp_path).fit(
+        batch, datamodule=RLEnvDataModule(train_env=envs)
+    )
+    assert list(batch.failed) == [0] and batch.failed[0].startswith("diverged: non-finite critic loss at step ")
+    assert batch.num_timesteps == 100 and th.isfinite(batch.member(1).critic.qf[0].weight).all()
 
 
 def test_seed_routing_logger_gives_each_seed_its_own_csv(tmp_path):

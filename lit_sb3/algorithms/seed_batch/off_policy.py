@@ -258,6 +258,11 @@ class OffPolicySeedBatch(SeedBatch):
         """Collect/update cycles (``train_freq`` lockstep env steps, then ``gradient_steps`` batched updates) until
         ``min_env_steps_per_training_step`` env steps, the budget, a stop or a step boundary."""
         del batch, batch_idx
+        self._run_cycles()
+        self._apply_finite_checks()
+        self._restore_failed()
+
+    def _run_cycles(self) -> None:
         assert isinstance(self.train_freq, TrainFreq)
         single_cycle = self.fit_context is not None and self.fit_context.single_cycle
         collected = 0
@@ -348,6 +353,13 @@ class OffPolicySeedBatch(SeedBatch):
         dones = np.zeros((self.n_seeds, self.n_envs), dtype=np.float32)
         stored_obs = original_obs
         normalizers = self._vec_normalizes()
+        if isinstance(self.action_space, spaces.Box):
+            finite = np.isfinite(buffer_actions.reshape(self.n_seeds, -1)).all(1)
+            if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
+                self._apply_finite_checks()
+                for i in np.flatnonzero(~finite):
+                    if int(i) not in self.failed:
+                        self.fail_seed(int(i), f"diverged: non-finite action at step {self.num_timesteps}")
         for i in self.active_seeds:
             env = self.envs[i]
             obs_i, reward_i, done_i, infos = env.step(actions[i])
