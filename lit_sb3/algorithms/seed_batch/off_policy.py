@@ -22,6 +22,7 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.algorithms.seed_batch.base import SeedBatch
 from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_obs_dtype
+from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise, VectorizedActionNoise
 from lit_sb3.core.preprocessing import get_action_dim, get_obs_shape
 from lit_sb3.core.types import TrainFreq, TrainFrequencyUnit
@@ -71,16 +72,34 @@ class SeedReplayStorage:
         self.handle_timeout_termination = handle_timeout_termination
         self.device = device
         self.pos, self.full = 0, False
-        obs_shape = get_obs_shape(observation_space)
-        obs_dtype = numpy_to_torch_dtype(storage_obs_dtype(observation_space, None))
-        action_dtype = th.float32 if isinstance(action_space, spaces.Box) else th.int64
-        lead = (n_seeds, self.buffer_size, n_envs)
-        self.observations = th.zeros((*lead, *obs_shape), dtype=obs_dtype, device=device)
-        self.next_observations = th.zeros_like(self.observations)
-        self.actions = th.zeros((*lead, get_action_dim(action_space)), dtype=action_dtype, device=device)
-        self.rewards = th.zeros(lead, dtype=th.float32, device=device)
-        self.dones = th.zeros(lead, dtype=th.float32, device=device)  # terminal (timeouts removed)
+        self._obs_shape = get_obs_shape(observation_space)
+        self._obs_dtype = numpy_to_torch_dtype(storage_obs_dtype(observation_space, None))
+        self._action_dtype = th.float32 if isinstance(action_space, spaces.Box) else th.int64
+        self._action_dim = get_action_dim(action_space)
+        # allocated as it fills (doubling up to buffer_size): a 1M-transition buffer of a 20k-step run holds 20k
+        self.capacity = 0
+        self._allocate(min(self.buffer_size, self.INITIAL_CAPACITY))
         self._seed_index = th.arange(n_seeds, device=device).unsqueeze(1)
+
+    INITIAL_CAPACITY = 4096
+    FIELDS = ("observations", "next_observations", "actions", "rewards", "dones")
+
+    def _allocate(self, capacity: int) -> None:
+        """(Re)allocate the storage for ``capacity`` slots, keeping what is stored."""
+        lead = (self.n_seeds, capacity, self.n_envs)
+        shapes = {
+            "observations": ((*lead, *self._obs_shape), self._obs_dtype),
+            "next_observations": ((*lead, *self._obs_shape), self._obs_dtype),
+            "actions": ((*lead, self._action_dim), self._action_dtype),
+            "rewards": (lead, th.float32),
+            "dones": (lead, th.float32),  # terminal (timeouts removed)
+        }
+        for name, (shape, dtype) in shapes.items():
+            new = th.zeros(shape, dtype=dtype, device=self.device)
+            if self.capacity:
+                new[:, : self.capacity].copy_(getattr(self, name))
+            setattr(self, name, new)
+        self.capacity = capacity
 
     def add(
         self, obs: np.ndarray, next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray
@@ -95,6 +114,8 @@ class SeedReplayStorage:
             dones: terminal flags, 1 only for true terminations (not timeouts).
         """
         pos = self.pos
+        if pos == self.capacity:
+            self._allocate(min(self.buffer_size, 2 * self.capacity))
         for tensor, value in (
             (self.observations, obs),
             (self.next_observations, next_obs),
@@ -105,6 +126,12 @@ class SeedReplayStorage:
             tensor[:, pos].copy_(th.as_tensor(value, dtype=tensor.dtype), non_blocking=True)
         self.pos = (pos + 1) % self.buffer_size
         self.full = self.full or self.pos == 0
+
+    def to(self, device: th.device) -> None:
+        """Move the storage to ``device``."""
+        for name in (*self.FIELDS, "_seed_index"):
+            setattr(self, name, getattr(self, name).to(device))
+        self.device = device
 
     def size(self) -> int:
         """Transitions stored per seed and sub-env."""
@@ -189,8 +216,10 @@ class OffPolicySeedBatch(SeedBatch):
     def _setup_model(self) -> None:
         for member in self.members:
             if not member.policy_ready:
+                # the batch stores the transitions (stacked storage): the member gets a 1-slot placeholder
+                member.replay_buffer = ReplayBuffer(1, member.observation_space, member.action_space, device="cpu")
                 member._setup_model()
-                member.replay_buffer = None  # the batch stores the transitions (stacked storage)
+                member.replay_buffer = None
         # each member's action space was seeded with its seed by its _setup_model (warm-up actions)
         self._action_spaces = [m.action_space for m in self.members]
         first = self.members[0]
@@ -214,9 +243,7 @@ class OffPolicySeedBatch(SeedBatch):
     def _on_device_ready(self) -> None:
         storage = self.storage
         if storage is not None and storage.device != self.device:
-            for name in ("observations", "next_observations", "actions", "rewards", "dones", "_seed_index"):
-                setattr(storage, name, getattr(storage, name).to(self.device))
-            storage.device = self.device
+            storage.to(self.device)
             self._generator = th.Generator(device=self.device)
             self._generator.manual_seed(int(np.random.SeedSequence(self.seeds).generate_state(1)[0]))
         self._active_mask = self._make_active_mask()
