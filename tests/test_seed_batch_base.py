@@ -116,7 +116,8 @@ def test_seed_routing_logger_routes_keys_and_hyperparameters():
         SeedRoutingLogger([])
 
 
-def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch):
+@pytest.mark.parametrize("pack", [False, True], ids=["cpu-writes", "packed-transfers"])
+def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch, pack):
     import numpy as np
     from gymnasium import spaces
 
@@ -124,7 +125,8 @@ def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch
 
     monkeypatch.setattr(SeedReplayStorage, "INITIAL_CAPACITY", 3)
     storage = SeedReplayStorage(2, 10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), 1, th.device("cpu"))
-    assert storage.capacity == 3
+    assert storage.capacity == 3 and not storage.pack_transfers
+    storage.pack_transfers = pack  # the device path (one packed host->device copy per step), run on the CPU
     for t in range(25):  # seed 1 stores -t, seed 0 stores t
         value = np.array([t, -t], np.float32)
         storage.add(

@@ -334,3 +334,36 @@ def test_bad_seed_batch_arguments_fail_early():
     batch = SeedBatch(SAC, seeds=[0, 1])
     with pytest.raises(ValueError, match="one env per seed"):
         batch.set_env(_envs("Pendulum-v1", [0]))
+
+
+def _mean_return(model, seed: int) -> float:
+    from lit_sb3.core.evaluation import evaluate_policy
+
+    env = make_vec_env("Pendulum-v1", n_envs=1, seed=seed + 10_000)
+    return float(evaluate_policy(model, env, n_eval_episodes=5, deterministic=True)[0])
+
+
+@pytest.mark.slow
+def test_batched_sac_learns_pendulum():
+    """RL Zoo Pendulum hyperparameters (learning_rate 1e-3), 6000 steps per seed, K=3: every seed >= -250 (the
+    single-seed check's threshold, tests/test_sac_td3_ddpg.py)."""
+    seeds = [0, 1, 2]
+    batch = SeedBatch(SAC, seeds=seeds, learning_rate=1e-3)
+    RLTrainer(max_steps=6000, logger=False).fit(
+        batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds))
+    )
+    returns = [_mean_return(batch.member(i), s) for i, s in enumerate(seeds)]
+    assert min(returns) >= -250, returns
+
+
+@pytest.mark.slow
+def test_batched_td3_learns_pendulum():
+    """RL Zoo Pendulum hyperparameters (learning_rate 1e-3, normal action noise 0.1), 8000 steps, K=2."""
+    seeds = [0, 1]
+    noise = NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
+    batch = SeedBatch(TD3, seeds=seeds, learning_rate=1e-3, action_noise=noise)
+    RLTrainer(max_steps=8000, logger=False).fit(
+        batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds))
+    )
+    returns = [_mean_return(batch.member(i), s) for i, s in enumerate(seeds)]
+    assert min(returns) >= -250, returns

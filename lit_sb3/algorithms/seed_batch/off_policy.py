@@ -78,6 +78,8 @@ class SeedReplayStorage:
         self._action_dim = get_action_dim(action_space)
         # allocated as it fills (doubling up to buffer_size): a 1M-transition buffer of a 20k-step run holds 20k
         self.capacity = 0
+        # off the CPU, each step's transitions go to the device as one packed copy (when float32 holds them exactly)
+        self.pack_transfers = device.type != "cpu" and self._obs_dtype == th.float32
         self._allocate(min(self.buffer_size, self.INITIAL_CAPACITY))
         self._seed_index = th.arange(n_seeds, device=device).unsqueeze(1)
 
@@ -116,14 +118,18 @@ class SeedReplayStorage:
         pos = self.pos
         if pos == self.capacity:
             self._allocate(min(self.buffer_size, 2 * self.capacity))
-        for tensor, value in (
-            (self.observations, obs),
-            (self.next_observations, next_obs),
-            (self.actions, actions.reshape(self.actions[:, pos].shape)),
-            (self.rewards, rewards),
-            (self.dones, dones),
-        ):
-            tensor[:, pos].copy_(th.as_tensor(value, dtype=tensor.dtype), non_blocking=True)
+        fields = [self.observations, self.next_observations, self.actions, self.rewards, self.dones]
+        values = [obs, next_obs, actions, rewards, dones]
+        if self.pack_transfers:
+            # one host->device copy for the K transitions (float32 is exact for the stored actions and flags)
+            k, n = self.n_seeds, self.n_envs
+            packed = np.concatenate([np.asarray(v, dtype=np.float32).reshape(k, n, -1) for v in values], axis=-1)
+            device_values = th.from_numpy(packed).to(self.device).split([f[0, 0, 0].numel() for f in fields], -1)
+            for tensor, value in zip(fields, device_values):
+                tensor[:, pos].copy_(value.reshape(tensor[:, pos].shape))
+        else:
+            for tensor, value in zip(fields, values):
+                tensor[:, pos].copy_(th.as_tensor(value, dtype=tensor.dtype).reshape(tensor[:, pos].shape))
         self.pos = (pos + 1) % self.buffer_size
         self.full = self.full or self.pos == 0
 
@@ -132,6 +138,7 @@ class SeedReplayStorage:
         for name in (*self.FIELDS, "_seed_index"):
             setattr(self, name, getattr(self, name).to(device))
         self.device = device
+        self.pack_transfers = device.type != "cpu" and self._obs_dtype == th.float32
 
     def size(self) -> int:
         """Transitions stored per seed and sub-env."""
@@ -153,10 +160,11 @@ class SeedReplayStorage:
             flat = slots * self.n_envs + envs
         else:
             flat = slots
-        seed = self._seed_index
+        # one index into the flattened [K * capacity * n_envs] storage: index_select is cheaper than 2-d indexing
+        index = (flat + self._seed_index * (self.capacity * self.n_envs)).reshape(-1)
 
         def take(tensor: th.Tensor) -> th.Tensor:
-            return tensor.flatten(1, 2)[seed, flat]
+            return tensor.flatten(0, 2).index_select(0, index).view(k, batch_size, *tensor.shape[3:])
 
         return SeedBatchSamples(
             observations=take(self.observations),
