@@ -245,6 +245,15 @@ def test_sac_batch_trains_through_rltrainer_and_members_round_trip(tmp_path):
         )
     # the seeds differ from each other
     assert not th.equal(batch.member(0).actor.mu.weight, batch.member(1).actor.mu.weight)
+    # a seed's transitions as an ordinary replay buffer: it continues training alone
+    member = batch.member(2)
+    member.replay_buffer = batch.replay_buffer_of(2)
+    assert member.replay_buffer.pos == 333 and not member.replay_buffer.full
+    np.testing.assert_array_equal(
+        member.replay_buffer.rewards[:333, 0].numpy(), batch.storage.rewards[2, :333, 0].numpy()
+    )
+    member.learn(20, env=batch.envs[2], reset_num_timesteps=False)
+    assert member.num_timesteps == 353 and member.replay_buffer.pos == 353
 
 
 class _BadRewardAfter(gym.Wrapper):

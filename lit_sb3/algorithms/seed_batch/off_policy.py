@@ -482,6 +482,34 @@ class OffPolicySeedBatch(SeedBatch):
         """``[K, n, ...]`` observations as the networks' float input ``[K, n, features]``."""
         return th.as_tensor(obs, device=self.device).flatten(2).to(self._input_dtype)
 
+    def replay_buffer_of(self, i: int) -> ReplayBuffer:
+        """Seed index i's transitions as an ordinary :class:`ReplayBuffer` (e.g. ``m = batch.member(i);
+        m.replay_buffer = batch.replay_buffer_of(i)`` to continue that seed alone; timeouts are already folded into
+        the stored dones).
+
+        Args:
+            i: seed index.
+        """
+        self._check_index(i)
+        storage, first = self.storage, self.members[i]
+        if storage is None:
+            raise RuntimeError("the batch has no replay storage yet: train it (fit) or attach envs (set_env) first.")
+        buffer = ReplayBuffer(
+            first.buffer_size,
+            first.observation_space,
+            first.action_space,
+            device=self.device,
+            n_envs=self.n_envs,
+            handle_timeout_termination=False,
+        )
+        size = min(storage.capacity, buffer.buffer_size)
+        with th.no_grad():
+            for name in SeedReplayStorage.FIELDS:
+                target = getattr(buffer, name)
+                target[:size].copy_(getattr(storage, name)[i, :size].reshape(target[:size].shape))
+        buffer.pos, buffer.full = storage.pos, storage.full
+        return buffer
+
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         member._n_updates = self._n_updates
         member.action_noise = copy.deepcopy(self._noises[i])
