@@ -307,6 +307,26 @@ def test_seed_whose_losses_overflow_is_masked(tmp_path):
     assert batch.num_timesteps == 100 and th.isfinite(batch.member(1).critic.qf[0].weight).all()
 
 
+def test_seed_masked_before_the_fit_never_moves(tmp_path):
+    batch = SeedBatch(DQN, seeds=[0, 1], **DQN_KW)
+    batch.fail_seed(1, "pruned: trial 3 stopped")
+    RLTrainer(max_steps=60, logger=False, default_root_dir=tmp_path).fit(
+        batch, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", [0, 1]))
+    )
+    initial = [_single(DQN, "CartPole-v1", s, **DQN_KW) for s in (0, 1)]
+    assert batch.failed == {1: "pruned: trial 3 stopped"} and batch._n_updates == 10  # train_freq 4
+    _assert_state_equal(batch.member(1).policy.state_dict(), initial[1].policy.state_dict())
+    assert not th.equal(batch.member(0).q_net.q_net[0].weight, initial[0].q_net.q_net[0].weight)
+    with pytest.raises(IndexError, match="seed index must be in"):
+        batch.fail_seed(2, "no such seed")
+    batch.fail_seed(0, "diverged")
+    assert batch._stop_requested  # every seed failed: the fit ends
+    with pytest.raises(RuntimeError, match="every seed of the batch has failed"):
+        RLTrainer(max_steps=10, logger=False).fit(
+            batch, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", [0, 1]))
+        )
+
+
 def test_seed_routing_logger_gives_each_seed_its_own_csv(tmp_path):
     import csv
 

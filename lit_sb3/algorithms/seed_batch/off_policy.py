@@ -246,7 +246,7 @@ class OffPolicySeedBatch(SeedBatch):
         self._generator.manual_seed(int(np.random.SeedSequence(self.seeds).generate_state(1)[0]))
         self._setup_lr_schedule()
         self._build_batch()
-        self._built = True
+        self._finish_build()
 
     def _on_device_ready(self) -> None:
         storage = self.storage
