@@ -327,18 +327,21 @@ def test_seed_masked_before_the_fit_never_moves(tmp_path):
         )
 
 
-def test_seed_routing_logger_gives_each_seed_its_own_csv(tmp_path):
+def test_seed_routing_logger_gives_each_seed_its_own_csv_and_tensorboard(tmp_path):
     import csv
 
     import yaml
-    from lightning.pytorch.loggers import CSVLogger
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     seeds = [4, 9]
-    loggers = [CSVLogger(tmp_path, name=f"seed{s}", version=0) for s in seeds]
+    csv_loggers = [CSVLogger(tmp_path, name=f"seed{s}", version=0) for s in seeds]
+    tb_loggers = [TensorBoardLogger(tmp_path / "tb", name=f"seed{s}", version=0) for s in seeds]
     batch = SeedBatch(SAC, seeds=seeds, learning_starts=50, batch_size=16, policy_kwargs=dict(net_arch=[16]))
-    trainer = RLTrainer(max_steps=400, logger=SeedRoutingLogger(loggers), log_every_n_steps=1)
+    routers = [SeedRoutingLogger(csv_loggers), SeedRoutingLogger(tb_loggers)]
+    trainer = RLTrainer(max_steps=400, logger=routers, log_every_n_steps=1)
     trainer.fit(batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds)))
-    for seed, logger in zip(seeds, loggers):
+    for seed, logger, tb in zip(seeds, csv_loggers, tb_loggers):
         rows = list(csv.DictReader(open(f"{logger.log_dir}/metrics.csv")))
         keys = set(rows[0])
         assert {"rollout/ep_rew_mean", "train/critic_loss", "train/ent_coef", "time/episodes", "step"} <= keys
@@ -347,6 +350,12 @@ def test_seed_routing_logger_gives_each_seed_its_own_csv(tmp_path):
         assert steps == [200, 400]  # Pendulum episodes end every 200 steps: one dump each
         hparams = yaml.safe_load(open(f"{logger.log_dir}/hparams.yaml"))
         assert hparams["seed"] == seed and hparams["algo"] == "SAC" and hparams["batch_size"] == 16
+        events = EventAccumulator(tb.log_dir, size_guidance={"scalars": 0})
+        events.Reload()
+        tags = set(events.Tags()["scalars"])
+        assert {"rollout/ep_rew_mean", "train/actor_loss", "time/total_timesteps"} <= tags
+        assert [e.step for e in events.Scalars("rollout/ep_rew_mean")] == [200, 400]
+        assert yaml.safe_load(open(f"{tb.log_dir}/hparams.yaml"))["seed"] == seed
 
 
 def test_bad_seed_batch_arguments_fail_early():
