@@ -369,6 +369,12 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(SAC, seeds=[0], seed=1)
     with pytest.raises(NotImplementedError, match="episodes"):
         SeedBatch(SAC, seeds=[0], train_freq=(1, "episode"))
+    with pytest.raises(TypeError, match="one VecEnv per seed"):
+        RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
+    with pytest.raises(ValueError, match="normalize=True with a list"):
+        RLEnvDataModule(train_env=_envs("Pendulum-v1", [0]), normalize=True)
+    with pytest.raises(NotImplementedError, match=r"vector \(Box\) observations only"):
+        SeedBatch(DQN, seeds=[0, 1]).set_env(_envs("FrozenLake-v1", [0, 1]))
     batch = SeedBatch(SAC, seeds=[0, 1])
     with pytest.raises(ValueError, match="one env per seed"):
         batch.set_env(_envs("Pendulum-v1", [0]))
