@@ -256,6 +256,17 @@ def test_sac_batch_trains_through_rltrainer_and_members_round_trip(tmp_path):
     assert member.num_timesteps == 353 and member.replay_buffer.pos == 353
 
 
+def test_a_batch_run_is_reproducible(tmp_path):
+    def run() -> dict:
+        batch = SeedBatch(SAC, seeds=[5, 6], **SAC_KW)
+        RLTrainer(max_steps=70, logger=False, default_root_dir=tmp_path).fit(
+            batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", [5, 6]))
+        )
+        return batch.state_dict()
+
+    _assert_state_equal(run(), run())
+
+
 class _BadRewardAfter(gym.Wrapper):
     def __init__(self, env: gym.Env, after: int, value: float = float("nan")) -> None:
         super().__init__(env)
