@@ -400,9 +400,9 @@ def _mean_return(model, seed: int) -> float:
 
 @pytest.mark.slow
 def test_batched_sac_learns_pendulum():
-    """RL Zoo Pendulum hyperparameters (learning_rate 1e-3), 6000 steps per seed, K=3: every seed >= -250 (the
+    """RL Zoo Pendulum hyperparameters (learning_rate 1e-3), 6000 steps per seed, K=2: every seed >= -250 (the
     single-seed check's threshold, tests/test_sac_td3_ddpg.py)."""
-    seeds = [0, 1, 2]
+    seeds = [0, 1]
     batch = SeedBatch(SAC, seeds=seeds, learning_rate=1e-3)
     RLTrainer(max_steps=6000, logger=False).fit(
         batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds))
