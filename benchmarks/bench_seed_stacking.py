@@ -9,7 +9,11 @@ seeds, three ways, on one torch thread (see docs/seed_batching.md):
 
 Timings are interleaved (bmm, vmap, loop in each repeat) and reported as ratios of medians.
 
+``--fits N`` measures instead whole ``RLTrainer`` fits of N env steps per seed: one K-seed batch against the K
+single-seed fits run one after the other in this process (interleaved pairs).
+
 Usage: ``PYTHONPATH=. python benchmarks/bench_seed_stacking.py --seeds 8 --net 64 --batch-size 64 --repeats 7``
+(``--fits 400 --repeats 2`` for the end-to-end pairs)
 """
 
 from __future__ import annotations
@@ -107,6 +111,33 @@ class _VmapSAC:
             th._foreach_lerp_(list(self.target_params.values()), list(self.critic_params.values()), 0.005)
 
 
+def end_to_end(k: int, steps: int, pairs: int, kwargs: dict) -> None:
+    """One K-seed batch fit against K single-seed fits, ``pairs`` interleaved pairs (after one warm-up pair)."""
+    from lit_sb3 import RLEnvDataModule, RLTrainer
+
+    def batched() -> None:
+        batch = SeedBatch(SAC, seeds=list(range(k)), **kwargs)
+        envs = [make_vec_env("Pendulum-v1", seed=s) for s in range(k)]
+        RLTrainer(max_steps=steps, logger=False).fit(batch, datamodule=RLEnvDataModule(train_env=envs))
+
+    def separate() -> None:
+        for s in range(k):
+            model = SAC("MlpPolicy", seed=s, **kwargs)
+            env = make_vec_env("Pendulum-v1", seed=s)
+            RLTrainer(max_steps=steps, logger=False).fit(model, datamodule=RLEnvDataModule(train_env=env))
+
+    batched()
+    separate()
+    for pair in range(pairs):
+        start = time.perf_counter()
+        batched()
+        t_batch = time.perf_counter() - start
+        start = time.perf_counter()
+        separate()
+        t_separate = time.perf_counter() - start
+        print(f"pair {pair}: batch {t_batch:.1f} s, {k} single fits {t_separate:.1f} s: {t_separate / t_batch:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=8)
@@ -115,10 +146,14 @@ def main() -> None:
     parser.add_argument("--updates", type=int, default=100, help="updates per timing")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--fits", type=int, default=0, help="env steps per seed of end-to-end fits (0: updates only)")
     args = parser.parse_args()
     th.set_num_threads(1)
     k, b = args.seeds, args.batch_size
     kwargs = dict(batch_size=b, policy_kwargs=dict(net_arch=[args.net, args.net]), device=args.device)
+    if args.fits:
+        end_to_end(k, args.fits, args.repeats, {**kwargs, "learning_starts": 100})
+        return
     batch = SeedBatch(SAC, seeds=list(range(k)), **kwargs)
     batch.set_env([make_vec_env("Pendulum-v1", n_envs=1, seed=s) for s in range(k)])
     _fill(batch, 2000)
