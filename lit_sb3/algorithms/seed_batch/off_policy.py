@@ -102,6 +102,11 @@ class SeedReplayStorage:
                 new[:, : self.capacity].copy_(getattr(self, name))
             setattr(self, name, new)
         self.capacity = capacity
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        cpu = self.device.type == "cpu"
+        self._np_views = [getattr(self, name).numpy() for name in self.FIELDS] if cpu else None
 
     def add(
         self, obs: np.ndarray, next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray
@@ -127,6 +132,10 @@ class SeedReplayStorage:
             device_values = th.from_numpy(packed).to(self.device).split([f[0, 0, 0].numel() for f in fields], -1)
             for tensor, value in zip(fields, device_values):
                 tensor[:, pos].copy_(value.reshape(tensor[:, pos].shape))
+        elif self._np_views is not None:  # numpy views of the CPU storage: the cheapest writes
+            for array, value in zip(self._np_views, values):
+                view = array[:, pos]
+                view[...] = np.reshape(value, view.shape)
         else:
             for tensor, value in zip(fields, values):
                 tensor[:, pos].copy_(th.as_tensor(value, dtype=tensor.dtype).reshape(tensor[:, pos].shape))
@@ -139,6 +148,7 @@ class SeedReplayStorage:
             setattr(self, name, getattr(self, name).to(device))
         self.device = device
         self.pack_transfers = device.type != "cpu" and self._obs_dtype == th.float32
+        self._refresh_views()
 
     def size(self) -> int:
         """Transitions stored per seed and sub-env."""
@@ -395,36 +405,39 @@ class OffPolicySeedBatch(SeedBatch):
                 for i in np.flatnonzero(~finite):
                     if int(i) not in self.failed:
                         self.fail_seed(int(i), f"diverged: non-finite action at step {self.num_timesteps}")
+        stepped = []
         for i in self.active_seeds:
-            env = self.envs[i]
-            obs_i, reward_i, done_i, infos = env.step(actions[i])
+            obs_i, reward_i, done_i, infos = self.envs[i].step(actions[i])
             vec_normalize = normalizers[i]
             if vec_normalize is not None:
                 raw_obs, raw_reward = vec_normalize.get_original_obs(), vec_normalize.get_original_reward()
             else:
                 raw_obs, raw_reward = obs_i, reward_i
-            if not (np.all(np.isfinite(raw_reward)) and np.all(np.isfinite(raw_obs))):
-                what = "reward" if not np.all(np.isfinite(raw_reward)) else "observation"
-                self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
-                continue
             new_obs[i] = obs_i
-            next_original[i] = raw_obs
-            nxt = raw_obs
+            next_original[i] = next_obs[i] = raw_obs
+            rewards[i] = raw_reward
             if done_i.any():
-                nxt = raw_obs.copy()
+                dones[i] = done_i
                 for j in np.flatnonzero(done_i):
                     terminal = infos[j].get("terminal_observation")
                     if terminal is not None:
-                        nxt[j] = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
+                        next_obs[i, j] = (
+                            vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
+                        )
+                    if self.storage.handle_timeout_termination and infos[j].get("TimeLimit.truncated", False):
+                        dones[i, j] = 0.0  # a timeout is not a terminal state
                     if self._noises[i] is not None:
                         self._noises[i].reset(**({"indices": [int(j)]} if self.n_envs > 1 else {}))
-            next_obs[i] = nxt
-            rewards[i] = raw_reward
-            timeouts = np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=np.float32)
-            terminal = done_i.astype(np.float32)
-            if self.storage.handle_timeout_termination:
-                terminal = terminal * (1.0 - timeouts)
-            dones[i] = terminal
+            stepped.append((i, infos, done_i))
+        # non-finite rewards or observations from an env: that seed is masked before anything is stored
+        k = self.n_seeds
+        bad_reward = ~np.isfinite(rewards).all(1)
+        bad_obs = ~np.isfinite(next_obs.reshape(k, -1)).all(1)
+        for i, infos, done_i in stepped:
+            if bad_reward[i] or bad_obs[i]:
+                what = "reward" if bad_reward[i] else "observation"
+                self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
+                continue
             self._update_info_buffers(i, infos, done_i)
             for _ in range(int(done_i.sum())):
                 self._episode_nums[i] += 1
