@@ -1,0 +1,172 @@
+"""``bench run --seed-batch K``: seeds of one algo x env trained together in one process (one seed-batched model),
+each seed still tracked as its own job run, in a real MLflow sqlite store, with real worker processes (tiny
+budgets); a seed that diverges fails alone; a re-run runs only the unfinished seeds; Ray runs a batch as one task.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lit_sb3.zoo.cli import main
+from tests.mlflow_store import client as _client
+from tests.mlflow_store import copy_store as _store
+from tests.mlflow_store import runs as _runs
+
+NAN_SEED = "tests.envs.nan_seed:NaNSeed-v0"
+# SAC on Pendulum, small enough for a test: 400 env steps per seed, updates from step 100, two evaluations
+TINY_SAC = ["--algos", "sac", "--envs", "Pendulum-v1", "--n-timesteps", "400", "--eval-freq", "200",
+            "--eval-episodes", "1", "--hyperparams", "learning_starts=100", "buffer_size=5000", "batch_size=64",
+            "policy_kwargs=dict(net_arch=[32, 32])"]  # fmt: skip
+
+
+def _bench(folder: Path, argv: list[str]) -> int:
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        return main(argv)
+    finally:
+        os.chdir(cwd)
+
+
+def _by_seed(uri: str, experiment: str) -> dict[int, Any]:
+    runs = _runs(uri, experiment)
+    assert len({r.data.tags["lit_sb3.seed"] for r in runs}) == len(runs), "one run per seed"
+    return {int(r.data.tags["lit_sb3.seed"]): r for r in runs}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# planning: grouping and validation (no training)
+# ---------------------------------------------------------------------------------------------------------
+def test_seed_batches_group_seeds_of_one_config() -> None:
+    from lit_sb3.zoo.errors import BenchError
+    from lit_sb3.zoo.jobs import plan_grid, seed_batches
+
+    jobs, _ = plan_grid(["sac", "ppo"], ["Pendulum-v1"], range(6), n_timesteps=4096)
+    sac = [j for j in jobs if j.algo == "sac"]
+    ppo = [j for j in jobs if j.algo == "ppo"]
+    units = seed_batches(jobs, 4, lambda job: job.algo == "sac")
+    assert units == [sac[:4], sac[4:], *ppo]  # a batch takes the place of its first job; ppo stays unbatched
+    assert seed_batches(jobs, 1) == jobs
+    assert seed_batches(jobs, 10, lambda job: job.algo == "sac")[0] == sac  # K > number of seeds is fine
+    assert seed_batches(sac[:5], 4)[1] == sac[4]  # a group of one is a single job
+    other, _ = plan_grid(["sac"], ["Pendulum-v1"], [6, 7], n_timesteps=8192)  # another budget: another batch
+    assert seed_batches([*sac[:2], *other], 4) == [sac[:2], other]
+    with pytest.raises(BenchError, match="--seed-batch must be >= 1"):
+        seed_batches(jobs, 0)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_bad_seed_batch_is_one_line_before_anything(value: str, in_tmp_path: Path, mlflow_template: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", *TINY_SAC, "--seeds", "2", "--seed-batch", value, "--tracking-uri", uri, "--experiment", "bad"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    if value == "two":
+        assert err == ["bench run: error: argument --seed-batch: invalid int value: 'two' (see bench run --help)"]
+    else:
+        assert err == [f"bench run: error: --seed-batch must be an integer >= 1, got {value}"]
+    assert _runs(uri, "bad", None) == []
+
+
+def test_algorithm_without_batched_version_runs_unbatched_with_one_line(
+    in_tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "--algos", "trpo", "--envs", "CartPole-v1", "--seeds", "3", "--seed-batch", "4",
+                 "--n-timesteps", "2048", "--dry-run"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert out.count("--seed-batch: trpo has no seed-batched version; its seeds run unbatched") == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a batch of four SAC seeds against the same job run alone
+# ---------------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory: pytest.TempPathFactory, mlflow_template: Path) -> tuple[str, Path]:
+    """Experiment ``batched``: seeds 0-3 in one batch; experiment ``single``: seed 0 alone (one process)."""
+    folder = tmp_path_factory.mktemp("seed-batch")
+    uri = _store(folder, mlflow_template)
+    common = ["--jobs", "2", "--tracking-uri", uri, *TINY_SAC]
+    assert _bench(folder, ["run", "--seeds", "4", "--seed-batch", "4", "--experiment", "batched", *common]) == 0
+    assert _bench(folder, ["run", "--seeds", "1", "--experiment", "single", *common]) == 0
+    return uri, folder
+
+
+def test_batched_seeds_are_tracked_as_separate_jobs(batched: tuple[str, Path], tmp_path: Path) -> None:
+    from lit_sb3 import SAC
+
+    uri, _ = batched
+    runs = _by_seed(uri, "batched")
+    single = _by_seed(uri, "single")[0]
+    assert sorted(runs) == [0, 1, 2, 3]
+    assert {r.info.status for r in runs.values()} == {"FINISHED"}
+    assert {r.info.run_name for r in runs.values()} == {f"s{s} sac Pendulum-v1" for s in range(4)}
+    client = _client(uri)
+    ref_metrics = set(single.data.metrics)
+    ref_artifacts = {a.path for a in client.list_artifacts(single.info.run_id)}
+    assert {"config.json", "config.yml", "model.zip", "evaluations.csv"} <= ref_artifacts
+    for seed, run in runs.items():
+        # the same params as the job run alone (seed 0: the very same job), the same tags, metrics, artifacts
+        expected = dict(single.data.params, seed=str(seed))
+        assert run.data.params == expected
+        assert run.data.tags["lit_sb3.job_id"] != single.data.tags["lit_sb3.job_id"] or seed == 0
+        assert set(run.data.tags) - {"mlflow.parentRunId"} == set(single.data.tags) - {"mlflow.parentRunId"}
+        assert set(run.data.metrics) == ref_metrics, set(run.data.metrics) ^ ref_metrics
+        assert {a.path for a in client.list_artifacts(run.info.run_id)} == ref_artifacts
+        evals = client.get_metric_history(run.info.run_id, "eval/mean_reward")
+        assert [m.step for m in evals] == [200, 400]  # every periodic evaluation of this seed, on env steps
+        assert run.data.metrics["final/mean_reward"] == pytest.approx(evals[-1].value)
+        assert run.data.metrics["time/total_timesteps"] == 400
+        losses = client.get_metric_history(run.info.run_id, "train/critic_loss")
+        assert losses and all(100 < m.step <= 400 for m in losses)
+        model = SAC.load(client.download_artifacts(run.info.run_id, "model.zip", str(tmp_path / str(seed))))
+        assert model.seed == seed and model.num_timesteps == 400
+        obs = model.observation_space.sample()
+        action, _ = model.predict(obs, deterministic=True)
+        assert action.shape == (1,)
+    assert runs[0].data.tags["lit_sb3.job_id"] == single.data.tags["lit_sb3.job_id"]
+    # the seeds learned separately: different final weights, different curves
+    assert len({round(r.data.metrics["final/mean_reward"], 6) for r in runs.values()}) == 4
+
+
+def test_rerun_runs_only_unfinished_seeds(batched: tuple[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """``single`` holds seed 0; the same grid with three seeds batched runs seeds 1 and 2 only, as one batch."""
+    uri, folder = batched
+    capsys.readouterr()
+    argv = ["run", "--seeds", "3", "--seed-batch", "4", "--experiment", "single", "--jobs", "2",
+            "--tracking-uri", uri, *TINY_SAC]  # fmt: skip
+    assert _bench(folder, argv) == 0
+    out = capsys.readouterr().out
+    assert "--seed-batch 4: 2 job(s) in 1 seed batch(es), 1 unit(s) to run" in out
+    runs = _runs(uri, "single")
+    assert sorted(int(r.data.tags["lit_sb3.seed"]) for r in runs) == [0, 1, 2]
+    assert {r.info.status for r in runs} == {"FINISHED"}
+    assert _bench(folder, argv) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a seed whose env turns NaN fails alone
+# ---------------------------------------------------------------------------------------------------------
+def test_diverging_seed_fails_alone(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "sac", "--envs", NAN_SEED, "--seeds", "3", "--seed-batch", "3", "--jobs", "1",
+            "--tracking-uri", uri, "--experiment", "nan", "--n-timesteps", "300", "--eval-freq", "150",
+            "--eval-episodes", "1", "--hyperparams", "learning_starts=50", "buffer_size=1000", "batch_size=32",
+            "policy_kwargs=dict(net_arch=[16])", "env_kwargs=dict(nan_seed=1, fail_after=120)"]  # fmt: skip
+    assert main(argv) == 1
+    runs = _by_seed(uri, "nan")
+    assert {s: r.info.status for s, r in runs.items()} == {0: "FINISHED", 1: "FAILED", 2: "FINISHED"}
+    reason = runs[1].data.tags["lit_sb3.failure_reason"]
+    assert reason.startswith("diverged:") and "reward" in reason and "121" in reason, reason
+    client = _client(uri)
+    assert "traceback.txt" in {a.path for a in client.list_artifacts(runs[1].info.run_id)}
+    for seed in (0, 2):
+        assert runs[seed].data.metrics["time/total_timesteps"] == 300
+        assert "model.zip" in {a.path for a in client.list_artifacts(runs[seed].info.run_id)}
+    grid = _runs(uri, "nan", "grid")[0]
+    assert grid.info.status == "FAILED" and grid.data.metrics["jobs/failed"] == 1
