@@ -199,3 +199,57 @@ def test_ray_runs_a_batch_as_one_task(in_tmp_path: Path, mlflow_template: Path) 
     for run in runs.values():
         assert [m.step for m in client.get_metric_history(run.info.run_id, "eval/mean_reward")] == [100, 200]
         assert "model.zip" in {a.path for a in client.list_artifacts(run.info.run_id)}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# evaluation hooks (bench tune's pruning) stop the whole batch; bench tune batches a trial's seeds
+# ---------------------------------------------------------------------------------------------------------
+def test_hook_stops_the_whole_batch(in_tmp_path: Path, mlflow_template: Path) -> None:
+    from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.tracking import open_tracking
+    from lit_sb3.zoo.worker.batch import run_batch
+
+    uri = _store(in_tmp_path, mlflow_template)
+    tracking = open_tracking(uri, "hook")
+    overrides = {"learning_starts": "50", "buffer_size": "1000", "batch_size": "32",
+                 "policy_kwargs": "dict(net_arch=[16])", "env_kwargs": "dict(nan_seed=-1)"}  # fmt: skip
+    jobs, _ = plan_grid(["sac"], [NAN_SEED], [3, 4], n_timesteps=400, eval_freq=100, eval_episodes=1,
+                        overrides=overrides)  # fmt: skip
+    seen: list[tuple[int, int]] = []
+
+    def stop_second_seed_at_200(step: int, mean_reward: float) -> bool:
+        seen.append((step, len(seen)))
+        return step < 200
+
+    results = run_batch(jobs, tracking.target, seed_hooks=[[], [stop_second_seed_at_200]], stopped_status="KILLED")
+    assert [s for s, _ in seen] == [100, 200]
+    assert [(r.status, r.stopped_early, r.env_steps) for r in results] == [("KILLED", True, 200)] * 2
+    assert [[step for step, _ in r.evaluations] for r in results] == [[100, 200]] * 2
+    runs = _by_seed(uri, "hook")
+    assert {r.info.status for r in runs.values()} == {"KILLED"}
+    assert {r.data.tags["lit_sb3.stopped_early"] for r in runs.values()} == {"true"}
+
+
+def test_tune_trains_the_seeds_of_a_trial_as_one_batch(in_tmp_path: Path, mlflow_template: Path) -> None:
+    import statistics
+
+    import yaml
+
+    uri = _store(in_tmp_path, mlflow_template)
+    space = in_tmp_path / "space.yml"
+    space.write_text(yaml.safe_dump({"replace": True, "params": {
+        "learning_starts": 50, "buffer_size": 1000, "batch_size": 32, "net_arch": "tiny",
+        "learning_rate": {"type": "float", "low": 1e-4, "high": 3e-3, "log": True}}}))  # fmt: skip
+    argv = ["tune", "--algo", "sac", "--env", "Pendulum-v1", "--n-trials", "1", "--seeds-per-trial", "2",
+            "--seed-batch", "2", "--n-timesteps", "200", "--n-evaluations", "2", "--eval-episodes", "1",
+            "--search-space", str(space), "--pruner", "none", "--seed", "0", "--study-name", "b",
+            "--storage", str(in_tmp_path / "b.journal"), "--tracking-uri", uri, "--experiment", "tune"]  # fmt: skip
+    assert main(argv) == 0
+    (trial,) = _runs(uri, "tune", "trial")
+    seeds = _runs(uri, "tune", "trial_seed")
+    assert sorted(r.data.tags["lit_sb3.seed_index"] for r in seeds) == ["0", "1"]
+    assert {r.info.status for r in seeds} == {"FINISHED"} and trial.info.status == "FINISHED"
+    finals = [r.data.metrics["final/mean_reward"] for r in seeds]
+    assert trial.data.metrics["trial/value"] == pytest.approx(statistics.fmean(finals))
+    # trained together: one fit, so the two seeds share its wall time and speed exactly
+    assert seeds[0].data.metrics["time/fps"] == seeds[1].data.metrics["time/fps"]

@@ -35,7 +35,19 @@ from lit_sb3.zoo.jobs import JobSpec
 from lit_sb3.zoo.tracking import TrackingTarget
 from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress, JobResult
 
-__all__ = ["run_batch", "batch_refusal"]
+__all__ = ["run_batch", "batch_refusal", "has_batched_version"]
+
+
+def has_batched_version(algo: str) -> bool:
+    """Whether the algorithm called ``algo`` has a seed-batched version (``SeedBatch(cls, ...)`` works).
+
+    Args:
+        algo: algorithm name.
+    """
+    from lit_sb3.algorithms.seed_batch import SeedBatch
+    from lit_sb3.zoo.registry import get_algo_class
+
+    return get_algo_class(algo) in SeedBatch._registry  # the batched classes register themselves there
 
 
 def batch_refusal(job: JobSpec) -> str | None:
@@ -44,11 +56,7 @@ def batch_refusal(job: JobSpec) -> str | None:
     Args:
         job: the job.
     """
-    from lit_sb3.algorithms.seed_batch import SeedBatch
-    from lit_sb3.zoo.registry import get_algo_class
-
-    cls = get_algo_class(job.algo)
-    if cls not in SeedBatch._registry:  # the batched classes register themselves there
+    if not has_batched_version(job.algo):
         return f"{job.algo} has no seed-batched version"
     if job.config.get("callback"):
         return f"{job.algo} on {job.env_id}: the config's callbacks run per job"
@@ -271,6 +279,7 @@ def run_batch(
     run_ids: Sequence[str] | None = None,
     parent_run_id: str | None = None,
     on_evaluation: EvaluationHook | Sequence[EvaluationHook] | None = None,
+    seed_hooks: Sequence[Sequence[EvaluationHook]] | None = None,
     progress: Callable[[JobProgress], None] | None = None,
     on_result: Callable[[JobResult], None] | None = None,
     stopped_status: str = "FINISHED",
@@ -284,7 +293,8 @@ def run_batch(
             ``parent_run_id``).
         parent_run_id: parent of the runs created here.
         on_evaluation: hook(s) ``(step, mean_reward) -> bool | None`` after each evaluation of each seed
-            (``False`` stops the whole batch).
+            (``False`` stops the whole batch: every seed's run ends with ``stopped_status``).
+        seed_hooks: more hooks per seed index (``bench tune``: the trial's reporter on the last seed).
         progress: receives :class:`JobProgress` snapshots of each seed.
         on_result: called once per job as soon as it ends (a failed seed before the others).
         stopped_status: final status of the runs when a hook stopped the batch.
@@ -347,9 +357,10 @@ def run_batch(
             seed.mlflow_logger = job_logger(tracking, seed.result.run_id, logged=job_params(seed.spec))
             seed.logger = _SeedLogger(seed.mlflow_logger, lambda exc, text, seed=seed: fail(seed, str(exc), text))
             seed.view = _SeedView(batch, seed.index, seed.train_env, seed.logger)
+            own = list(seed_hooks[seed.index]) if seed_hooks is not None else []
             seed.callbacks = job_callbacks(
                 seed.spec.job_id, seed.spec.n_timesteps, seed.eval_env, seed.spec.eval_episodes,
-                seed.spec.eval_freq, hooks, progress,
+                seed.spec.eval_freq, [*hooks, *own], progress,
             )  # fmt: skip
         with tempfile.TemporaryDirectory(prefix=f"bench-batch-{specs[0].job_id}-") as tmp:
             trainer = RLTrainer(
@@ -369,6 +380,10 @@ def run_batch(
             for seed in seeds:
                 if not seed.ended and seed.index in batch.failed:
                     fail(seed, batch.failed[seed.index], "")
+            if any(s.callbacks is not None and s.callbacks[1].stopped for s in seeds):
+                for seed in seeds:  # a hook stopped the batch: every seed stopped there (its last evaluation)
+                    if seed.callbacks is not None:
+                        seed.callbacks[1].stopped = True
             for seed in seeds:
                 if seed.ended:
                     continue
