@@ -22,17 +22,23 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from lit_sb3.algorithms.seed_batch.base import SeedBatch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
+from lit_sb3.algorithms.a2c import A2C
+from lit_sb3.algorithms.base import BaseAlgorithm
+from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+from lit_sb3.algorithms.ppo import PPO
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.policies.base import ActorCriticPolicy
 from lit_sb3.policies.distributions import (
@@ -41,14 +47,18 @@ from lit_sb3.policies.distributions import (
     StateDependentNoiseDistribution,
     make_proba_distribution,
 )
+from lit_sb3.utils.math import safe_mean
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 # parameter-less element-wise activations the hand-batched MLP path applies as they are
 _ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.ELU, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Identity, nn.Softplus)
 
 __all__ = [
+    "OnPolicySeedBatch",
     "PerSeedAdam",
     "PerSeedRMSprop",
+    "SeedBatchA2C",
+    "SeedBatchPPO",
     "SeedBatchRolloutBuffer",
     "SeedRNG",
     "StackedActorCritic",
@@ -169,22 +179,25 @@ class StackedActorCritic(nn.Module):
         self.buffer_names = list(buffers)
         for i, value in enumerate(buffers.values()):
             self.register_buffer(f"stacked_buffer_{i}", value.clone())
-        template = copy.deepcopy(first).to("meta")
-        template.optimizer = None  # type: ignore[assignment]
+        self._dist_factory: Callable[[], Distribution] = lambda: make_proba_distribution(
+            first.action_space, use_sde=first.use_sde, dist_kwargs=first.dist_kwargs
+        )
+        self._latent_sde_dim = getattr(first.action_dist, "latent_sde_dim", None)
+        # a parameter-less copy (meta device) for the functional calls; the distribution is built afresh (gSDE's
+        # exploration matrices are not graph leaves and cannot be deep-copied), the optimizer is not needed
+        memo = {id(first.action_dist): self._make_distribution(), id(first.optimizer): None}
+        template = copy.deepcopy(first, memo).to("meta")
         self._calls = [_PolicyCalls(template)]  # a list: not a submodule (no parameters of its own to move/save)
         self.action_space = first.action_space
         self.squash_output = first.squash_output
         self.use_sde = first.use_sde
-        self._dist_factory: Callable[[], Distribution] = lambda: make_proba_distribution(
-            first.action_space, use_sde=first.use_sde, dist_kwargs=first.dist_kwargs
-        )
         self.distributions = [self._make_distribution() for _ in range(self.n_seeds)]
         self.fast = self._check_fast(first)
 
     def _make_distribution(self) -> Distribution:
         dist = self._dist_factory()
         if isinstance(dist, StateDependentNoiseDistribution):
-            dist.latent_sde_dim = self._calls[0].policy.action_dist.latent_sde_dim
+            dist.latent_sde_dim = self._latent_sde_dim
         return dist
 
     def parameter_list(self) -> list[nn.Parameter]:
@@ -857,3 +870,348 @@ def _record_std(policy: StackedActorCritic, metrics: dict[str, th.Tensor | float
 def episode_buffers(n_seeds: int, window: int) -> tuple[list[deque], list[deque]]:
     """Per-seed episode info and success deques (``stats_window_size`` each)."""
     return [deque(maxlen=window) for _ in range(n_seeds)], [deque(maxlen=window) for _ in range(n_seeds)]
+
+
+# ----------------------------------------------------------------------
+# The batched algorithms
+# ----------------------------------------------------------------------
+
+
+class OnPolicySeedBatch(SeedBatch):
+    """K seeds of an on-policy algorithm (PPO, A2C): one collect/update cycle steps every active seed's VecEnv
+    ``n_steps`` times (one batched policy forward per step), then runs the algorithm's update for all seeds.
+
+    Args:
+        algorithm: PPO or A2C.
+        seeds: the seeds, one per member.
+        policy: the policy alias or class.
+        kwargs: the algorithm's constructor arguments (the same for every seed).
+    """
+
+    members: list[OnPolicyAlgorithm]  # type: ignore[assignment]
+    min_env_steps_per_training_step: ClassVar[int] = OnPolicyAlgorithm.min_env_steps_per_training_step
+
+    def __init__(
+        self, algorithm: type[OnPolicyAlgorithm], seeds: Any, policy: Any = "MlpPolicy", **kwargs: Any
+    ) -> None:
+        super().__init__(algorithm, seeds, policy, **kwargs)
+        first = self.members[0]
+        if first.rollout_buffer_class is not None or first.rollout_buffer_kwargs:
+            raise NotImplementedError(
+                f"seed batching of {algorithm.__name__} uses its own rollout storage: rollout_buffer_class and "
+                "rollout_buffer_kwargs are not supported."
+            )
+        for name in ("n_steps", "gamma", "gae_lambda", "ent_coef", "vf_coef", "max_grad_norm", "sde_sample_freq"):
+            setattr(self, name, getattr(first, name))
+        self.use_sde = first.use_sde
+        self._iteration = 0
+        self._seed_n_updates = [0] * self.n_seeds
+        self.rollout_buffer: SeedBatchRolloutBuffer | None = None
+        self.rng: SeedRNG | None = None
+        self._rng_states: list[th.Tensor] = []
+
+    # ------------------------------------------------------------------
+    # Set-up
+    # ------------------------------------------------------------------
+
+    def _setup_model(self) -> None:
+        """Build each member as its separate run would, keep the torch RNG state each leaves behind (its separate
+        run's sampling/shuffling stream), then stack the policies."""
+        states = []
+        for member in self.members:
+            if not member.policy_ready:
+                member._setup_model()
+            member.rollout_buffer = None  # type: ignore[assignment]  # the batch stores the rollouts
+            states.append(th.get_rng_state())
+        self._rng_states = states
+        self._setup_lr_schedule()
+        self._build_batch()
+        self._built = True
+
+    def _build_batch(self) -> None:
+        first = self.members[0]
+        self.policy = StackedActorCritic([m.policy for m in self.members]).to(self.device)  # type: ignore[assignment]
+        self.optimizer = make_per_seed_optimizer(first.policy.optimizer, self.policy.parameter_list(), self.n_seeds)
+        self.rollout_buffer = SeedBatchRolloutBuffer(
+            self.n_steps,
+            self.observation_space,
+            self.action_space,
+            self.n_seeds,
+            self.n_envs,
+            device=self.device,
+            gae_lambda=self.gae_lambda,
+            gamma=self.gamma,
+        )
+        self.rng = SeedRNG(self._rng_states, self.device)
+
+    def _on_device_ready(self) -> None:
+        if self.rollout_buffer is not None:
+            self.rollout_buffer.device = self.device
+        if self.rng is not None and self.device.type == "cuda" and self.rng.cuda_index is None:
+            self.rng = SeedRNG(self.rng.cpu_states, self.device)
+        self._active_mask = self._make_active_mask()
+
+    def _prepare_fit(self) -> None:
+        OnPolicyAlgorithm._prepare_fit(self)  # type: ignore[arg-type]  # the rounding to whole rollouts, logged
+
+    @property
+    def _default_log_every_n_steps(self) -> int:
+        return self.members[0]._default_log_every_n_steps
+
+    def configure_optimizers(self) -> th.optim.Optimizer:
+        return self.optimizer
+
+    # ------------------------------------------------------------------
+    # The loop
+    # ------------------------------------------------------------------
+
+    def training_step(self, batch: Any, batch_idx: int) -> None:
+        """Iterations (a rollout of ``n_steps`` per env for every seed, then the update) until at least
+        ``min_env_steps_per_training_step`` env steps per seed, the budget, a stop or a step boundary (the single
+        classes' loop)."""
+        del batch, batch_idx
+        context = self.fit_context
+        collected = 0
+        while True:
+            start = self.num_timesteps
+            if not self.collect_rollouts():
+                self._stop_requested = True
+                return None
+            self._iteration += 1
+            self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
+            if self._log_interval is not None and self._log_interval > 0 and self._iteration % self._log_interval == 0:
+                self.dump_logs(self._iteration)
+            self.train()
+            self._end_cycle()
+            collected += self.num_timesteps - start
+            if context is not None and context.crossed_env_step_boundary(start, self.num_timesteps):
+                context.request_boundary()
+            if self._stop_requested or self._should_end_training_step(collected):
+                return None
+
+    def _obs_tensor(self, obs: np.ndarray) -> th.Tensor:
+        return th.as_tensor(obs, device=self.device)
+
+    def collect_rollouts(self) -> bool:
+        """Fill the rollout storage with ``n_steps`` lockstep steps of every active seed's env; False if a callback
+        stopped training. Failed seeds' envs do not step (their columns are never used)."""
+        callback, buffer, rng, policy = self._rl_callback, self.rollout_buffer, self.rng, self.policy
+        assert callback is not None and buffer is not None and rng is not None and self._last_obs is not None
+        K, E = self.n_seeds, self.n_envs
+        buffer.reset()
+        if self.use_sde:
+            self._reset_noise()
+        callback.on_rollout_start()
+        box = isinstance(self.action_space, spaces.Box)
+        unscale = self.members[0].policy.unscale_action
+        for n_steps in range(self.n_steps):
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self._reset_noise()
+            skip = tuple(self.failed)
+            actions_t, values, log_probs = policy.act(self._obs_tensor(self._last_obs), rng, skip)
+            actions = actions_t.cpu().numpy()
+            clipped_actions = actions
+            if box:
+                if policy.squash_output:
+                    clipped_actions = unscale(actions)
+                else:
+                    clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
+            new_obs = self._last_obs.copy()
+            rewards = np.zeros((K, E), dtype=np.float32)
+            dones = np.zeros((K, E), dtype=bool)
+            all_infos: list[list[dict[str, Any]]] = [[{} for _ in range(E)] for _ in range(K)]
+            for i in self.active_seeds:
+                obs_i, rewards_i, dones_i, infos = self.envs[i].step(clipped_actions[i])
+                if not (np.all(np.isfinite(rewards_i)) and np.all(np.isfinite(obs_i))):
+                    what = "reward" if not np.all(np.isfinite(rewards_i)) else "observation"
+                    self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps + E}")
+                    continue
+                new_obs[i], rewards[i], dones[i], all_infos[i] = obs_i, rewards_i, dones_i, infos
+            self.num_timesteps += E
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+            for i in self.active_seeds:
+                self._update_info_buffers(i, all_infos[i], dones[i])
+            self._bootstrap_timeouts(new_obs, rewards, dones, all_infos)
+            buffer.add(
+                self._last_obs.reshape(K * E, *self._last_obs.shape[2:]),
+                actions.reshape(K * E, -1),
+                rewards.reshape(-1),
+                self._last_episode_starts.reshape(-1),
+                values.reshape(-1),
+                log_probs.reshape(-1),
+            )
+            self._last_obs = new_obs
+            self._last_episode_starts = dones
+        with th.no_grad():
+            last_values = policy.call("values", self._obs_tensor(new_obs)).float()
+        buffer.compute_returns_and_advantage(last_values=last_values.reshape(-1), dones=dones.reshape(-1))
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True
+
+    def _reset_noise(self) -> None:
+        assert self.rng is not None
+        for i in self.active_seeds:
+            with self.rng.scope(i):
+                self.policy.reset_noise(i, self.n_envs)
+
+    def _bootstrap_timeouts(
+        self, new_obs: np.ndarray, rewards: np.ndarray, dones: np.ndarray, infos: list[list[dict[str, Any]]]
+    ) -> None:
+        """Add ``gamma * V(terminal observation)`` to the rewards of time-outs (the single classes' bootstrap), with
+        one batched value call for all seeds' time-outs of this step."""
+        where = [
+            (i, j)
+            for i in self.active_seeds
+            for j in np.flatnonzero(dones[i])
+            if infos[i][j].get("terminal_observation") is not None and infos[i][j].get("TimeLimit.truncated", False)
+        ]
+        if not where:
+            return
+        terminal = new_obs.copy()
+        for i, j in where:
+            terminal[i, j] = infos[i][j]["terminal_observation"]
+        with th.no_grad():
+            values = self.policy.call("values", self._obs_tensor(terminal)).float().cpu().numpy()
+        for i, j in where:
+            rewards[i, j] += self.gamma * float(values[i, j, 0])
+
+    def _active_tensor(self) -> th.Tensor:
+        return self._make_active_mask()
+
+    def _finish_update(self, result: UpdateResult) -> None:
+        """Record the update's per-seed metrics, count the updates, mask seeds whose loss was not finite."""
+        n_updates = result.n_updates.cpu().tolist()
+        self._seed_n_updates = [a + int(b) for a, b in zip(self._seed_n_updates, n_updates)]
+        for key, value in result.metrics.items():
+            if isinstance(value, th.Tensor):
+                self.record(key, value)
+            else:
+                self.record_every_seed(key, value)
+        self.record("train/n_updates", th.tensor(self._seed_n_updates))
+        finite = result.finite.cpu().tolist()
+        for i, ok in enumerate(finite):
+            if not ok and i not in self.failed:
+                self.fail_seed(i, f"diverged: non-finite loss at step {self.num_timesteps}")
+
+    def dump_logs(self, iteration: int = 0) -> None:
+        """Every active seed's rollout/time metrics and buffered train metrics (the single ``dump_logs``)."""
+        time_elapsed = max((time.time_ns() - self.start_time) / 1e9, 1e-9)
+        for i in self.active_seeds:
+            metrics: dict[str, Any] = {
+                "time/iterations": iteration,
+                "time/fps": int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed),
+                "time/time_elapsed": int(time_elapsed),
+                "time/total_timesteps": self.num_timesteps,
+            }
+            infos, successes = self._ep_info_buffers[i], self._ep_success_buffers[i]
+            if infos:
+                metrics["rollout/ep_rew_mean"] = safe_mean([ep["r"] for ep in infos])
+                metrics["rollout/ep_len_mean"] = safe_mean([ep["l"] for ep in infos])
+            if successes:
+                metrics["rollout/success_rate"] = safe_mean(successes)
+            self.dump_seed_logs(i, metrics)
+
+    # ------------------------------------------------------------------
+    # Members
+    # ------------------------------------------------------------------
+
+    def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
+        """Seed index i's weights, optimiser state, counters, episode statistics and last observation."""
+        assert isinstance(member, OnPolicyAlgorithm) and isinstance(self.policy, StackedActorCritic)
+        self.policy.load_member(i, member.policy)
+        optimizer = member.policy.optimizer
+        params = list(member.policy.parameters())
+        groups = optimizer.state_dict()["param_groups"]
+        for group in groups:
+            group["lr"] = self.optimizer.param_groups[0]["lr"]
+        optimizer.load_state_dict({"state": self.optimizer.member_state(i, params), "param_groups": groups})
+        member._n_updates = self._seed_n_updates[i]
+        member._iteration = self._iteration
+        member.ep_info_buffer = (
+            deque(self._ep_info_buffers[i], maxlen=member.stats_window_size) if self._ep_info_buffers else None
+        )
+        member.ep_success_buffer = (
+            deque(self._ep_success_buffers[i], maxlen=member.stats_window_size) if self._ep_success_buffers else None
+        )
+        if self._last_obs is not None:
+            member._last_obs = self._last_obs[i].copy()
+            member._last_episode_starts = self._last_episode_starts[i].copy()
+
+    def _extra_checkpoint_state(self) -> dict[str, Any]:
+        return {"iteration": self._iteration}
+
+
+class SeedBatchPPO(OnPolicySeedBatch):
+    """K seeds of :class:`~lit_sb3.algorithms.ppo.PPO`; ``SeedBatch(PPO, seeds=[...], **ppo_kwargs)``."""
+
+    algorithm = PPO
+    members: list[PPO]  # type: ignore[assignment]
+
+    def __init__(self, algorithm: type[PPO], seeds: Any, policy: Any = "MlpPolicy", **kwargs: Any) -> None:
+        super().__init__(algorithm, seeds, policy, **kwargs)
+        first = self.members[0]
+        for name in ("batch_size", "n_epochs", "normalize_advantage", "target_kl"):
+            setattr(self, name, getattr(first, name))
+
+    def train(self, mode: bool | None = None) -> Any:
+        """PPO update of every active seed (``train(bool)`` is ``nn.Module.train``)."""
+        if mode is not None:
+            return nn.Module.train(self, mode)
+        assert self.rollout_buffer is not None and self.rng is not None
+        first = self.members[0]
+        self._update_learning_rate(self.optimizer)
+        progress = self._current_progress_remaining
+        clip_range_vf = None if first.clip_range_vf_schedule is None else first.clip_range_vf_schedule(progress)
+        result = ppo_update(
+            self.policy,
+            self.optimizer,
+            self.rollout_buffer,
+            self.rng,
+            self._active_tensor(),
+            n_epochs=self.n_epochs,
+            batch_size=self.batch_size,
+            clip_range=first.clip_range_schedule(progress),
+            clip_range_vf=clip_range_vf,
+            normalize_advantage=self.normalize_advantage,
+            ent_coef=self.ent_coef,
+            vf_coef=self.vf_coef,
+            max_grad_norm=self.max_grad_norm,
+            target_kl=self.target_kl,
+            verbose=self.verbose,
+        )
+        self._finish_update(result)
+        return None
+
+
+class SeedBatchA2C(OnPolicySeedBatch):
+    """K seeds of :class:`~lit_sb3.algorithms.a2c.A2C`; ``SeedBatch(A2C, seeds=[...], **a2c_kwargs)``."""
+
+    algorithm = A2C
+    members: list[A2C]  # type: ignore[assignment]
+
+    def __init__(self, algorithm: type[A2C], seeds: Any, policy: Any = "MlpPolicy", **kwargs: Any) -> None:
+        super().__init__(algorithm, seeds, policy, **kwargs)
+        self.normalize_advantage = self.members[0].normalize_advantage
+
+    def train(self, mode: bool | None = None) -> Any:
+        """A2C update of every active seed (``train(bool)`` is ``nn.Module.train``)."""
+        if mode is not None:
+            return nn.Module.train(self, mode)
+        assert self.rollout_buffer is not None and self.rng is not None
+        self._update_learning_rate(self.optimizer)
+        result = a2c_update(
+            self.policy,
+            self.optimizer,
+            self.rollout_buffer,
+            self.rng,
+            self._active_tensor(),
+            normalize_advantage=self.normalize_advantage,
+            ent_coef=self.ent_coef,
+            vf_coef=self.vf_coef,
+            max_grad_norm=self.max_grad_norm,
+        )
+        self._finish_update(result)
+        return None
