@@ -18,6 +18,7 @@ _LAZY = {
     "HerReplayBuffer": "lit_sb3.algorithms.her.her_replay_buffer",
     "RLTrainer": "lit_sb3.trainer",
     "RLEnvDataModule": "lit_sb3.datamodule",
+    "SeedBatch": "lit_sb3.algorithms.seed_batch",
     "BaseAlgorithm": "lit_sb3.algorithms.base",
     "OnPolicyAlgorithm": "lit_sb3.algorithms.on_policy",
     "OffPolicyAlgorithm": "lit_sb3.algorithms.off_policy",

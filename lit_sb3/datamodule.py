@@ -25,7 +25,7 @@ class RLEnvDataModule(L.LightningDataModule):
     its VecNormalize statistics (synced, frozen, reward not normalised) when ``normalize`` is on.
 
     Args:
-        train_env: the training env.
+        train_env: the training env (a list of VecEnvs, one per seed, for a ``SeedBatch``).
         val_env: env for ``validate`` (defaults to a new instance of ``train_env`` when it is an id/callable).
         test_env: env for ``test`` (defaults like ``val_env``).
         predict_env: env for ``predict`` (defaults like ``val_env``).
@@ -63,8 +63,15 @@ class RLEnvDataModule(L.LightningDataModule):
         super().__init__()
         if n_envs < 1:
             raise ValueError(f"n_envs must be >= 1, got {n_envs}.")
+        if isinstance(train_env, (list, tuple)):  # one env per seed of a SeedBatch
+            if not train_env or not all(isinstance(e, VecEnv) for e in train_env):
+                raise TypeError("train_env as a list must hold one VecEnv per seed (for a SeedBatch).")
+            if normalize:
+                raise ValueError(
+                    "normalize=True with a list of envs: wrap each seed's VecEnv in VecNormalize yourself."
+                )
         for name, spec in (
-            ("train_env", train_env),
+            ("train_env", None if isinstance(train_env, (list, tuple)) else train_env),
             ("val_env", val_env),
             ("test_env", test_env),
             ("predict_env", predict_env),
@@ -124,7 +131,9 @@ class RLEnvDataModule(L.LightningDataModule):
         if stage in self._envs:
             return self._envs[stage]
         spec = self.specs[stage]
-        if stage == "fit":
+        if stage == "fit" and isinstance(spec, (list, tuple)):
+            env = list(spec)  # type: ignore[assignment]
+        elif stage == "fit":
             env = None if spec is None else self._build(spec, self.n_envs, self.seed, monitor_wrapper)
             if env is not None and self.normalize and not isinstance(env, VecNormalize):
                 env = VecNormalize(env, **self.normalize_kwargs)
@@ -156,6 +165,7 @@ class RLEnvDataModule(L.LightningDataModule):
     def close(self) -> None:
         """Close every env built by this datamodule."""
         for env in self._envs.values():
-            if env is not None:
-                env.close()
+            for one in env if isinstance(env, list) else [env]:
+                if one is not None:
+                    one.close()
         self._envs = {}

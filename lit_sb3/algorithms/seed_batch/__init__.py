@@ -1,0 +1,25 @@
+"""Seed batching: K seeds of one algorithm trained together by one LightningModule (see docs/seed_batching.md).
+
+``SeedBatch(SAC, seeds=[0, 1, 2, 3], **sac_kwargs)`` returns the batched class registered for the algorithm.
+"""
+
+from lit_sb3.algorithms.seed_batch.base import (
+    ParamLink,
+    SeedBatch,
+    SeedRoutingLogger,
+    clip_grad_norm_per_seed,
+    stack_sequential,
+)
+from lit_sb3.algorithms.seed_batch.off_policy import OffPolicySeedBatch, SeedReplayStorage
+from lit_sb3.algorithms.seed_batch.sac import SeedBatchSAC
+
+__all__ = [
+    "OffPolicySeedBatch",
+    "ParamLink",
+    "SeedBatch",
+    "SeedBatchSAC",
+    "SeedReplayStorage",
+    "SeedRoutingLogger",
+    "clip_grad_norm_per_seed",
+    "stack_sequential",
+]

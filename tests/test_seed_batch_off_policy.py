@@ -1,0 +1,196 @@
+"""Seed-batched off-policy algorithms: equivalence with K single-seed models (initial parameters, one update on a
+fixed batch), training through RLTrainer, member save/load, failure masking and per-seed logging."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch as th
+
+from lit_sb3 import SAC, RLEnvDataModule, RLTrainer
+from lit_sb3.algorithms.seed_batch import SeedBatch, SeedRoutingLogger
+from lit_sb3.core.types import ReplayBufferSamples
+from lit_sb3.policies.distributions import DiagGaussianDistribution
+from lit_sb3.vec_env import make_vec_env
+
+th.set_num_threads(1)
+
+SEEDS = [3, 5, 7, 11]
+SAC_KW = dict(batch_size=16, learning_starts=20, policy_kwargs=dict(net_arch=[16, 16]))
+
+
+def _envs(env_id: str, seeds: list[int], **kwargs) -> list:
+    return [make_vec_env(env_id, n_envs=1, seed=s, **kwargs) for s in seeds]
+
+
+def _single(cls, env_id: str, seed: int, **kwargs):
+    model = cls("MlpPolicy", seed=seed, **kwargs)
+    model.set_env(make_vec_env(env_id, n_envs=1, seed=seed))
+    model._setup_model()
+    return model
+
+
+def _assert_state_equal(a: dict, b: dict, atol: float = 0.0) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        if atol == 0.0:
+            assert th.equal(a[key], b[key]), key
+        else:
+            th.testing.assert_close(a[key], b[key], atol=atol, rtol=1e-4, msg=key)
+
+
+@pytest.mark.parametrize("algo", ["sac"])
+def test_initial_parameters_equal_single_seed_models(algo):
+    cls, env_id, kwargs = {"sac": (SAC, "Pendulum-v1", SAC_KW)}[algo]
+    batch = SeedBatch(cls, seeds=SEEDS, **kwargs)
+    batch.set_env(_envs(env_id, SEEDS))
+    obs = th.randn(len(SEEDS), 5, 3)
+    for i, seed in enumerate(SEEDS):
+        single = _single(cls, env_id, seed, **kwargs)
+        _assert_state_equal(batch.member(i).policy.state_dict(), single.policy.state_dict())
+        # the stacked networks compute what the single ones do
+        mean, log_std = batch._dist_params(obs)
+        single_mean, single_log_std, _ = single.actor.get_action_dist_params(obs[i])
+        th.testing.assert_close(mean[i], single_mean)
+        th.testing.assert_close(log_std[i], single_log_std)
+
+
+def _fixed_batch(k: int, b: int, obs_dim: int, act_dim: int):
+    g = th.Generator().manual_seed(0)
+    return dict(
+        observations=th.randn(k, b, obs_dim, generator=g),
+        actions=th.rand(k, b, act_dim, generator=g) * 2 - 1,
+        next_observations=th.randn(k, b, obs_dim, generator=g),
+        dones=(th.rand(k, b, 1, generator=g) < 0.2).float(),
+        rewards=th.randn(k, b, 1, generator=g),
+    )
+
+
+def test_sac_one_batched_update_equals_single_updates(monkeypatch):
+    k, b = len(SEEDS), 16
+    batch = SeedBatch(SAC, seeds=SEEDS, **SAC_KW)
+    batch.set_env(_envs("Pendulum-v1", SEEDS))
+    singles = [_single(SAC, "Pendulum-v1", s, **SAC_KW) for s in SEEDS]
+    data = _fixed_batch(k, b, 3, 1)
+    g = th.Generator().manual_seed(1)
+    eps_pi, eps_next = th.randn(k, b, 1, generator=g), th.randn(k, b, 1, generator=g)
+
+    queue: list[th.Tensor] = []
+    monkeypatch.setattr(DiagGaussianDistribution, "sample", lambda self: self.mean_actions + self.std * queue.pop(0))
+
+    from lit_sb3.algorithms.seed_batch.off_policy import SeedBatchSamples
+
+    monkeypatch.setattr(batch, "_sample", lambda batch_size: SeedBatchSamples(**data))
+    queue += [eps_pi.reshape(-1, 1), eps_next.reshape(-1, 1)]
+    batch.train(gradient_steps=1, batch_size=b)
+    assert not queue
+
+    for i, single in enumerate(singles):
+        sample = ReplayBufferSamples(**{key: value[i] for key, value in data.items()})
+        single.replay_buffer.sample = lambda batch_size, env=None, sample=sample: sample
+        queue += [eps_pi[i], eps_next[i]]
+        single.train(gradient_steps=1, batch_size=b)
+        member = batch.member(i)
+        _assert_state_equal(member.policy.state_dict(), single.policy.state_dict(), atol=1e-6)
+        th.testing.assert_close(member.log_ent_coef, single.log_ent_coef)
+        # the update moved the parameters (a no-op would pass the comparison too)
+        assert not th.equal(member.actor.mu.weight, _single(SAC, "Pendulum-v1", SEEDS[i], **SAC_KW).actor.mu.weight)
+    losses = {key: value for key, value in batch._seed_log_buffer.items() if key.startswith("train/")}
+    assert losses["train/critic_loss"][0].shape == (k,)
+
+
+def test_sac_batch_trains_through_rltrainer_and_members_round_trip(tmp_path):
+    batch = SeedBatch(SAC, seeds=[0, 1, 2], learning_starts=50, batch_size=32, policy_kwargs=dict(net_arch=[32, 32]))
+    trainer = RLTrainer(max_steps=333, logger=False, default_root_dir=tmp_path)
+    trainer.fit(batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", batch.seeds)))
+    assert batch.num_timesteps == 333 and batch._n_updates == 333 - 50 and not batch.failed
+    initial = [
+        _single(SAC, "Pendulum-v1", s, **dict(learning_starts=50, batch_size=32, policy_kwargs=dict(net_arch=[32, 32])))
+        for s in batch.seeds
+    ]
+    obs = np.random.default_rng(0).normal(size=(4, 3)).astype(np.float32)
+    for i in range(3):
+        member = batch.member(i)
+        assert member.seed == batch.seeds[i] and member.num_timesteps == 333
+        assert not th.equal(member.critic.qf[0].weight, initial[i].critic.qf[0].weight)
+        path = tmp_path / f"seed{i}.zip"
+        member.save(path)
+        loaded = SAC.load(path)
+        np.testing.assert_allclose(
+            loaded.predict(obs, deterministic=True)[0], member.predict(obs, deterministic=True)[0]
+        )
+    # the seeds differ from each other
+    assert not th.equal(batch.member(0).actor.mu.weight, batch.member(1).actor.mu.weight)
+
+
+class _NaNRewardAfter(gym.Wrapper):
+    def __init__(self, env: gym.Env, after: int) -> None:
+        super().__init__(env)
+        self.after, self.steps = after, 0
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return obs, float("nan") if self.steps > self.after else reward, terminated, truncated, info
+
+
+def test_seed_with_nan_rewards_is_masked_while_the_others_train(tmp_path):
+    seeds = [0, 1, 2]
+    kwargs = dict(learning_starts=30, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
+    envs = _envs("Pendulum-v1", seeds[:2]) + [
+        make_vec_env("Pendulum-v1", n_envs=1, seed=2, wrapper_class=_NaNRewardAfter, wrapper_kwargs=dict(after=80))
+    ]
+    batch = SeedBatch(SAC, seeds=seeds, **kwargs)
+    RLTrainer(max_steps=80, logger=False, default_root_dir=tmp_path).fit(
+        batch, datamodule=RLEnvDataModule(train_env=envs)
+    )
+    before = [batch.member(i).critic.qf[0].weight.clone() for i in range(3)]
+    trainer = RLTrainer(max_steps=120, logger=False, default_root_dir=tmp_path)
+    trainer.reset_num_timesteps = False
+    trainer.fit(batch, datamodule=RLEnvDataModule(train_env=envs))
+    assert batch.num_timesteps == 200
+    assert list(batch.failed) == [2] and batch.failed[2] == "diverged: non-finite reward from the env at step 81"
+    after = [batch.member(i).critic.qf[0].weight for i in range(3)]
+    assert not th.equal(after[0], before[0]) and not th.equal(after[1], before[1])
+    th.testing.assert_close(after[2], before[2], atol=0, rtol=0)
+    assert th.isfinite(after[2]).all()
+    assert envs[2].envs[0].steps == 81  # the failed seed's env stopped stepping
+
+
+def test_seed_routing_logger_gives_each_seed_its_own_csv(tmp_path):
+    import csv
+
+    import yaml
+    from lightning.pytorch.loggers import CSVLogger
+
+    seeds = [4, 9]
+    loggers = [CSVLogger(tmp_path, name=f"seed{s}", version=0) for s in seeds]
+    batch = SeedBatch(SAC, seeds=seeds, learning_starts=50, batch_size=16, policy_kwargs=dict(net_arch=[16]))
+    trainer = RLTrainer(max_steps=400, logger=SeedRoutingLogger(loggers), log_every_n_steps=1)
+    trainer.fit(batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds)))
+    for seed, logger in zip(seeds, loggers):
+        rows = list(csv.DictReader(open(f"{logger.log_dir}/metrics.csv")))
+        keys = set(rows[0])
+        assert {"rollout/ep_rew_mean", "train/critic_loss", "train/ent_coef", "time/episodes", "step"} <= keys
+        assert not any(key.startswith("seed") for key in keys)
+        steps = sorted({int(r["step"]) for r in rows if r["rollout/ep_rew_mean"]})
+        assert steps == [200, 400]  # Pendulum episodes end every 200 steps: one dump each
+        hparams = yaml.safe_load(open(f"{logger.log_dir}/hparams.yaml"))
+        assert hparams["seed"] == seed and hparams["algo"] == "SAC" and hparams["batch_size"] == 16
+
+
+def test_bad_seed_batch_arguments_fail_early():
+    with pytest.raises(ValueError, match="distinct"):
+        SeedBatch(SAC, seeds=[1, 1])
+    with pytest.raises(ValueError, match="no seed-batched version of ARS"):
+        from lit_sb3 import ARS
+
+        SeedBatch(ARS, seeds=[0])
+    with pytest.raises(TypeError, match="seeds="):
+        SeedBatch(SAC, seeds=[0], seed=1)
+    with pytest.raises(NotImplementedError, match="episodes"):
+        SeedBatch(SAC, seeds=[0], train_freq=(1, "episode"))
+    batch = SeedBatch(SAC, seeds=[0, 1])
+    with pytest.raises(ValueError, match="one env per seed"):
+        batch.set_env(_envs("Pendulum-v1", [0]))
