@@ -11,12 +11,16 @@ from lit_sb3.algorithms.seed_batch.base import (
     stack_sequential,
 )
 from lit_sb3.algorithms.seed_batch.off_policy import OffPolicySeedBatch, SeedReplayStorage
+from lit_sb3.algorithms.seed_batch.on_policy import OnPolicySeedBatch, SeedBatchA2C, SeedBatchPPO
 from lit_sb3.algorithms.seed_batch.sac import SeedBatchSAC
 
 __all__ = [
     "OffPolicySeedBatch",
+    "OnPolicySeedBatch",
     "ParamLink",
     "SeedBatch",
+    "SeedBatchA2C",
+    "SeedBatchPPO",
     "SeedBatchSAC",
     "SeedReplayStorage",
     "SeedRoutingLogger",

@@ -31,7 +31,6 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from lit_sb3.algorithms.seed_batch.base import SeedBatch
 from torch import nn
 from torch.func import functional_call, stack_module_state, vmap
 
@@ -39,6 +38,7 @@ from lit_sb3.algorithms.a2c import A2C
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
 from lit_sb3.algorithms.ppo import PPO
+from lit_sb3.algorithms.seed_batch.base import SeedBatch, clip_grad_norm_per_seed
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.policies.base import ActorCriticPolicy
 from lit_sb3.policies.distributions import (
@@ -545,29 +545,6 @@ def make_per_seed_optimizer(
 
 
 # ----------------------------------------------------------------------
-# Per-seed gradient clipping
-# ----------------------------------------------------------------------
-
-
-@th.no_grad()
-def clip_grad_norm_per_seed(params: Sequence[th.Tensor], max_norm: float) -> th.Tensor:
-    """``clip_grad_norm_`` per seed: each seed's gradient is scaled by ``min(1, max_norm / (its norm + 1e-6))``,
-    its norm taken over its own slices of all parameters. Returns the per-seed norms ``[K]``.
-
-    Args:
-        params: stacked parameters with gradients.
-        max_norm: the clipping norm (``max_grad_norm``).
-    """
-    grads = [p.grad for p in params if p.grad is not None]
-    norms = th.stack([th.linalg.vector_norm(g.reshape(g.shape[0], -1), dim=1) for g in grads], dim=1)
-    total = th.linalg.vector_norm(norms, dim=1)
-    coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(_per_seed(coef, g))
-    return total
-
-
-# ----------------------------------------------------------------------
 # Rollout storage
 # ----------------------------------------------------------------------
 
@@ -789,7 +766,7 @@ def ppo_update(
                     break
             optimizer.zero_grad(set_to_none=True)
             (loss * running.float()).sum().backward()
-            clip_grad_norm_per_seed(params, max_grad_norm)
+            clip_grad_norm_per_seed(params, max_grad_norm, policy.n_seeds)
             optimizer.step(running)
         n_updates += epoch_ran.long()
         if not bool(running.any()):
@@ -847,7 +824,7 @@ def a2c_update(
         loss = policy_loss + ent_coef * entropy_loss + vf_coef * value_loss
         optimizer.zero_grad(set_to_none=True)
         (loss * active.float()).sum().backward()
-        clip_grad_norm_per_seed(params, max_grad_norm)
+        clip_grad_norm_per_seed(params, max_grad_norm, policy.n_seeds)
         optimizer.step(active)
         policy_loss, value_loss, entropy_loss = policy_loss.detach(), value_loss.detach(), entropy_loss.detach()
     metrics: dict[str, th.Tensor | float] = {
