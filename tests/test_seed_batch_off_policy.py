@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from lit_sb3 import SAC, RLEnvDataModule, RLTrainer
+from lit_sb3 import DDPG, DQN, SAC, TD3, NormalActionNoise, RLEnvDataModule, RLTrainer
 from lit_sb3.algorithms.seed_batch import SeedBatch, SeedRoutingLogger
 from lit_sb3.core.types import ReplayBufferSamples
 from lit_sb3.policies.distributions import DiagGaussianDistribution
@@ -40,24 +40,43 @@ def _assert_state_equal(a: dict, b: dict, atol: float = 0.0) -> None:
             th.testing.assert_close(a[key], b[key], atol=atol, rtol=1e-4, msg=key)
 
 
-@pytest.mark.parametrize("algo", ["sac"])
+TD3_KW = dict(batch_size=16, learning_starts=20, policy_kwargs=dict(net_arch=[16, 16]))
+DQN_KW = dict(batch_size=16, learning_starts=20, policy_kwargs=dict(net_arch=[16, 16]))
+ALGOS = {
+    "sac": (SAC, "Pendulum-v1", SAC_KW),
+    "td3": (TD3, "Pendulum-v1", TD3_KW),
+    "ddpg": (DDPG, "Pendulum-v1", TD3_KW),
+    "dqn": (DQN, "CartPole-v1", DQN_KW),
+}
+
+
+def _batched_and_single_outputs(algo: str, batch, single, obs: th.Tensor, i: int) -> tuple[th.Tensor, th.Tensor]:
+    """What seed i's stacked network and its single network compute on the same observations."""
+    if algo == "sac":
+        return th.cat(batch._dist_params(obs), -1)[i], th.cat(single.actor.get_action_dist_params(obs[i])[:2], -1)
+    if algo in ("td3", "ddpg"):
+        q = batch.qf(th.cat([obs, batch.mu(obs)], -1).repeat_interleave(batch.n_critics, 0))
+        single_q = single.critic.forward_stacked(obs[i], single.actor(obs[i]))
+        return q[i * batch.n_critics : (i + 1) * batch.n_critics], single_q
+    return batch.q_net(obs)[i], single.q_net(obs[i])
+
+
+@pytest.mark.parametrize("algo", list(ALGOS))
 def test_initial_parameters_equal_single_seed_models(algo):
-    cls, env_id, kwargs = {"sac": (SAC, "Pendulum-v1", SAC_KW)}[algo]
+    cls, env_id, kwargs = ALGOS[algo]
     batch = SeedBatch(cls, seeds=SEEDS, **kwargs)
     batch.set_env(_envs(env_id, SEEDS))
-    obs = th.randn(len(SEEDS), 5, 3)
+    obs = th.randn(len(SEEDS), 5, batch.observation_space.shape[0])
     for i, seed in enumerate(SEEDS):
         single = _single(cls, env_id, seed, **kwargs)
         _assert_state_equal(batch.member(i).policy.state_dict(), single.policy.state_dict())
-        # the stacked networks compute what the single ones do
-        mean, log_std = batch._dist_params(obs)
-        single_mean, single_log_std, _ = single.actor.get_action_dist_params(obs[i])
-        th.testing.assert_close(mean[i], single_mean)
-        th.testing.assert_close(log_std[i], single_log_std)
+        # and the stacked networks compute what the single ones do
+        stacked, alone = _batched_and_single_outputs(algo, batch, single, obs, i)
+        th.testing.assert_close(stacked, alone)
 
 
-def _fixed_batch(k: int, b: int, obs_dim: int, act_dim: int):
-    g = th.Generator().manual_seed(0)
+def _fixed_batch(k: int, b: int, obs_dim: int, act_dim: int, seed: int = 0):
+    g = th.Generator().manual_seed(seed)
     return dict(
         observations=th.randn(k, b, obs_dim, generator=g),
         actions=th.rand(k, b, act_dim, generator=g) * 2 - 1,
@@ -98,6 +117,97 @@ def test_sac_one_batched_update_equals_single_updates(monkeypatch):
         assert not th.equal(member.actor.mu.weight, _single(SAC, "Pendulum-v1", SEEDS[i], **SAC_KW).actor.mu.weight)
     losses = {key: value for key, value in batch._seed_log_buffer.items() if key.startswith("train/")}
     assert losses["train/critic_loss"][0].shape == (k,)
+
+
+def _single_update(model, sample: ReplayBufferSamples, batch_size: int) -> None:
+    model.replay_buffer.sample = lambda batch_size, env=None: sample
+    model.train(gradient_steps=1, batch_size=batch_size)
+
+
+@pytest.mark.parametrize("algo", ["td3", "ddpg"])
+def test_td3_two_batched_updates_equal_single_updates(monkeypatch, algo):
+    """Two gradient steps with policy_delay=2: a critic-only step, then critic + actor + targets (TD3's target
+    policy noise drawn identically for the batch and the single models)."""
+    from lit_sb3.algorithms.seed_batch.off_policy import SeedBatchSamples
+
+    cls, env_id, kwargs = ALGOS[algo]
+    kwargs = {**kwargs, "policy_delay": 2} if algo == "td3" else kwargs
+    k, b = len(SEEDS), 16
+    batch = SeedBatch(cls, seeds=SEEDS, **kwargs)
+    batch.set_env(_envs(env_id, SEEDS))
+    singles = [_single(cls, env_id, s, **kwargs) for s in SEEDS]
+    data = [_fixed_batch(k, b, 3, 1, seed) for seed in (0, 1)]
+    g = th.Generator().manual_seed(2)
+    noises = [th.randn(k, b, 1, generator=g) for _ in range(2)]
+    queue: list[th.Tensor] = []
+    monkeypatch.setattr(th, "randn_like", lambda t: queue.pop(0))
+
+    samples = iter(data)
+    monkeypatch.setattr(batch, "_sample", lambda batch_size: SeedBatchSamples(**next(samples)))
+    queue += [noises[0].clone(), noises[1].clone()] if algo == "td3" else []
+    batch.train(gradient_steps=2, batch_size=b)
+    assert not queue
+    for i, single in enumerate(singles):
+        steps = iter([ReplayBufferSamples(**{key: v[i] for key, v in d.items()}) for d in data])
+        single.replay_buffer.sample = lambda batch_size, env=None, steps=steps: next(steps)
+        queue += [noises[0][i].clone(), noises[1][i].clone()] if algo == "td3" else []
+        single.train(gradient_steps=2, batch_size=b)
+        member = batch.member(i)
+        _assert_state_equal(member.policy.state_dict(), single.policy.state_dict(), atol=1e-6)
+        initial = _single(cls, env_id, SEEDS[i], **kwargs)
+        assert not th.equal(member.actor.mu[0].weight, initial.actor.mu[0].weight)
+        assert not th.equal(member.actor_target.mu[0].weight, initial.actor_target.mu[0].weight)
+
+
+@pytest.mark.parametrize("max_grad_norm", [10.0, 0.05])
+def test_dqn_one_batched_update_equals_single_updates_with_per_seed_clipping(monkeypatch, max_grad_norm):
+    from lit_sb3.algorithms.seed_batch import clip_grad_norm_per_seed
+    from lit_sb3.algorithms.seed_batch.off_policy import SeedBatchSamples
+
+    k, b = len(SEEDS), 16
+    kwargs = {**DQN_KW, "max_grad_norm": max_grad_norm}
+    batch = SeedBatch(DQN, seeds=SEEDS, **kwargs)
+    batch.set_env(_envs("CartPole-v1", SEEDS))
+    singles = [_single(DQN, "CartPole-v1", s, **kwargs) for s in SEEDS]
+    data = _fixed_batch(k, b, 4, 1)
+    data["actions"] = (data["actions"] > 0).long()
+    data["rewards"] = data["rewards"] * 30  # large errors: the small max_grad_norm clips every seed
+    norms = []
+    monkeypatch.setattr(
+        "lit_sb3.algorithms.seed_batch.dqn.clip_grad_norm_per_seed",
+        lambda *a: norms.append(clip_grad_norm_per_seed(*a)) or norms[-1],
+    )
+    monkeypatch.setattr(batch, "_sample", lambda batch_size: SeedBatchSamples(**data))
+    batch.train(gradient_steps=1, batch_size=b)
+    assert norms[0].shape == (k,) and len(set(norms[0].tolist())) == k  # one norm per seed
+    if max_grad_norm < 1:
+        assert (norms[0] > max_grad_norm).all()
+    for i, single in enumerate(singles):
+        _single_update(single, ReplayBufferSamples(**{key: v[i] for key, v in data.items()}), b)
+        _assert_state_equal(batch.member(i).policy.state_dict(), single.policy.state_dict(), atol=1e-6)
+
+
+def test_td3_and_dqn_batches_train_through_rltrainer(tmp_path):
+    td3 = SeedBatch(TD3, seeds=[0, 1], action_noise=NormalActionNoise(np.zeros(1), 0.1 * np.ones(1)), **TD3_KW)
+    RLTrainer(max_steps=150, logger=False, default_root_dir=tmp_path).fit(
+        td3, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", [0, 1]))
+    )
+    assert td3.num_timesteps == 150 and td3._n_updates == 130 and not td3.failed
+    assert td3._noises[0] is not td3._noises[1]  # each seed its own noise process
+    dqn = SeedBatch(DQN, seeds=[0, 1, 2], target_update_interval=50, train_freq=4, **DQN_KW)
+    RLTrainer(max_steps=203, logger=False, default_root_dir=tmp_path).fit(
+        dqn, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", [0, 1, 2]))
+    )
+    assert dqn.num_timesteps == 203 and dqn._n_calls == 203 and not dqn.failed
+    assert dqn.exploration_rate == pytest.approx(dqn.exploration_schedule(1 - 203 / 203))
+    member = dqn.member(2)
+    assert member.exploration_rate == dqn.exploration_rate and member.seed == 2
+    path = tmp_path / "dqn.zip"
+    member.save(path)
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    np.testing.assert_array_equal(
+        DQN.load(path).predict(obs, deterministic=True)[0], member.predict(obs, deterministic=True)[0]
+    )
 
 
 def test_sac_batch_trains_through_rltrainer_and_members_round_trip(tmp_path):

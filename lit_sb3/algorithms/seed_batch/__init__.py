@@ -10,9 +10,11 @@ from lit_sb3.algorithms.seed_batch.base import (
     clip_grad_norm_per_seed,
     stack_sequential,
 )
+from lit_sb3.algorithms.seed_batch.dqn import SeedBatchDQN
 from lit_sb3.algorithms.seed_batch.off_policy import OffPolicySeedBatch, SeedReplayStorage
 from lit_sb3.algorithms.seed_batch.on_policy import OnPolicySeedBatch, SeedBatchA2C, SeedBatchPPO
 from lit_sb3.algorithms.seed_batch.sac import SeedBatchSAC
+from lit_sb3.algorithms.seed_batch.td3 import SeedBatchDDPG, SeedBatchTD3
 
 __all__ = [
     "OffPolicySeedBatch",
@@ -20,8 +22,11 @@ __all__ = [
     "ParamLink",
     "SeedBatch",
     "SeedBatchA2C",
+    "SeedBatchDDPG",
+    "SeedBatchDQN",
     "SeedBatchPPO",
     "SeedBatchSAC",
+    "SeedBatchTD3",
     "SeedReplayStorage",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",

@@ -18,6 +18,7 @@ Seed *index* ``i`` (the position in ``batch.seeds``) names a seed everywhere: ``
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections import deque
@@ -237,7 +238,8 @@ class SeedBatch(BaseAlgorithm):
         if algorithm is not type(self).algorithm:
             raise ValueError(f"{type(self).__name__} batches {type(self).algorithm.__name__}, not {algorithm!r}.")
         # the members: ordinary single-seed models (validating every argument now, before any work)
-        members = [algorithm(policy, seed=int(s), device=device, **kwargs) for s in seeds]
+        # (each with its own copy of the arguments: an action noise object must not be shared between seeds)
+        members = [algorithm(policy, seed=int(s), device=device, **copy.deepcopy(kwargs)) for s in seeds]
         first = members[0]
         super().__init__(
             policy=first.policy_class,
