@@ -253,7 +253,7 @@ class Objective:
                 else:
                     from lit_sb3.zoo.worker.batch import run_batch
 
-                    hooks = [[values.append] for values in siblings] + [[reporter]]
+                    hooks = [[_recorder(values)] for values in siblings] + [[reporter]]
                     results = run_batch(chunk, s.tracking, run_ids=seed_runs, seed_hooks=hooks, stopped_status="KILLED")
                 env_steps += sum(int(r.env_steps) for r in results)
                 for spec, seed_run, result in zip(chunk, seed_runs, results):
@@ -305,6 +305,16 @@ class Objective:
         metrics.update({f"trial/seed_{k}_score": v for k, v in enumerate(scores)})
         self._end(run_id, "complete", "FINISHED", metrics)
         return value
+
+
+def _recorder(values: list[float]) -> Any:
+    """An evaluation hook that keeps a seed's evaluation returns in ``values`` (the seeds of a batch before the
+    one that reports)."""
+
+    def record(step: int, mean_reward: float) -> None:
+        values.append(float(mean_reward))
+
+    return record
 
 
 def _check_grid(s: TuneSettings, spec: Any) -> None:
