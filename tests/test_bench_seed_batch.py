@@ -266,3 +266,23 @@ def test_tune_trains_the_seeds_of_a_trial_as_one_batch(in_tmp_path: Path, mlflow
     assert trial.data.metrics["trial/value"] == pytest.approx(statistics.fmean(finals))
     # trained together: one fit, so the two seeds share its wall time and speed exactly
     assert seeds[0].data.metrics["time/fps"] == seeds[1].data.metrics["time/fps"]
+
+
+def test_config_the_batch_cannot_build_runs_seed_by_seed(in_tmp_path: Path, mlflow_template: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.tracking import open_tracking
+    from lit_sb3.zoo.worker.batch import run_batch
+
+    uri = _store(in_tmp_path, mlflow_template)
+    overrides = {"learning_starts": "50", "buffer_size": "1000", "batch_size": "32", "use_sde": "True",
+                 "policy_kwargs": "dict(net_arch=[16])", "env_kwargs": "dict(nan_seed=-1)"}  # fmt: skip
+    jobs, _ = plan_grid(["sac"], [NAN_SEED], [0, 1], n_timesteps=100, eval_freq=100, eval_episodes=1,
+                        overrides=overrides)  # fmt: skip
+    results = run_batch(jobs, open_tracking(uri, "sde").target)
+    assert "seed batch of 2: seed batching of SAC does not support use_sde yet.; its seeds run one after the other" in (
+        capsys.readouterr().out
+    )
+    assert [r.status for r in results] == ["FINISHED"] * 2
+    assert results[0].fps != results[1].fps  # two fits
+    assert {r.info.status for r in _by_seed(uri, "sde").values()} == {"FINISHED"}

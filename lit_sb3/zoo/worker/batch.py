@@ -15,7 +15,9 @@ the batch masks itself (``batch.failed``: a non-finite loss) is masked with ``ba
 ended FAILED at once with its one-line reason and ``traceback.txt``; the other seeds go on and end FINISHED.
 An exception that escapes the batch's training (an env that raises) fails every seed still running, as it
 would fail a single job. An evaluation hook returning ``False`` (a pruned ``bench tune`` trial) stops the
-whole batch.
+whole batch. A config the batched algorithm does not support (it raises ``NotImplementedError`` when built:
+``use_sde``, HER, a CNN, ...) is found before any training: the seeds then run one after the other in this
+process (:func:`~lit_sb3.zoo.runner.run_job`), with one line in the job log.
 """
 
 from __future__ import annotations
@@ -317,6 +319,7 @@ def run_batch(
         run_ids = [store.create_job_run(spec, parent_run_id, tags) for spec in specs]
     seeds = [_Seed(i, spec, run_id) for i, (spec, run_id) in enumerate(zip(specs, run_ids))]
     batch: Any = None
+    unbatched: str | None = None
 
     def report(seed: _Seed) -> None:
         seed.ended = True
@@ -352,7 +355,11 @@ def run_batch(
             seed.eval_env = build_env(seed.spec, evaluation=True)
         cls, policy, kwargs = model_arguments(specs[0], seeds[0].train_env.action_space)
         kwargs.pop("seed")
-        batch = SeedBatch(cls, seeds=[s.spec.seed for s in seeds], policy=policy, **kwargs)
+        try:
+            batch = SeedBatch(cls, seeds=[s.spec.seed for s in seeds], policy=policy, **kwargs)
+            batch.set_env([s.train_env for s in seeds])  # stacks the networks now: what cannot be batched fails here
+        except NotImplementedError as exc:  # e.g. use_sde, HER, a CNN: the seeds run one by one instead
+            raise _CannotBatch(" ".join(str(exc).split())) from exc
         for seed in seeds:
             seed.mlflow_logger = job_logger(tracking, seed.result.run_id, logged=job_params(seed.spec))
             seed.logger = _SeedLogger(seed.mlflow_logger, lambda exc, text, seed=seed: fail(seed, str(exc), text))
@@ -396,6 +403,8 @@ def run_batch(
                 except Exception as exc:  # noqa: BLE001 - this seed fails, the others are still recorded
                     record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, seed.view.num_timesteps)
                 report(seed)
+    except _CannotBatch as exc:
+        unbatched = str(exc)
     except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then re-raised if not an Exception
         text = traceback.format_exc()
         steps = int(getattr(batch, "num_timesteps", 0) or 0)
@@ -411,7 +420,20 @@ def run_batch(
                 if env is not None:
                     with contextlib.suppress(Exception):
                         env.close()
+    if unbatched is not None:
+        from lit_sb3.zoo.runner import run_job
+
+        print(f"seed batch of {len(seeds)}: {unbatched}; its seeds run one after the other", flush=True)
+        for seed in seeds:
+            own = list(seed_hooks[seed.index]) if seed_hooks is not None else []
+            seed.result = run_job(seed.spec, tracking, run_id=seed.result.run_id, on_evaluation=[*hooks, *own],
+                                  progress=progress, stopped_status=stopped_status)  # fmt: skip
+            report(seed)
     return [seed.result for seed in seeds]
+
+
+class _CannotBatch(Exception):
+    """The seed-batched algorithm does not support this config (raised before any training)."""
 
 
 def _check_batch(specs: Sequence[JobSpec]) -> None:
