@@ -57,10 +57,11 @@ def test_seed_batches_group_seeds_of_one_config() -> None:
     sac = [j for j in jobs if j.algo == "sac"]
     ppo = [j for j in jobs if j.algo == "ppo"]
     units = seed_batches(jobs, 4, lambda job: job.algo == "sac")
-    assert units == [sac[:4], sac[4:], *ppo]  # a batch takes the place of its first job; ppo stays unbatched
+    assert units == [sac[:3], sac[3:], *ppo]  # balanced batches in the place of their first job; ppo unbatched
     assert seed_batches(jobs, 1) == jobs
     assert seed_batches(jobs, 10, lambda job: job.algo == "sac")[0] == sac  # K > number of seeds is fine
-    assert seed_batches(sac[:5], 4)[1] == sac[4]  # a group of one is a single job
+    assert seed_batches(sac[:5], 4) == [sac[:3], sac[3:5]]
+    assert seed_batches(sac[:3], 2) == [sac[:2], sac[2]]  # a group of one is a single job
     other, _ = plan_grid(["sac"], ["Pendulum-v1"], [6, 7], n_timesteps=8192)  # another budget: another batch
     assert seed_batches([*sac[:2], *other], 4) == [sac[:2], other]
     with pytest.raises(BenchError, match="--seed-batch must be >= 1"):

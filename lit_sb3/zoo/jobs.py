@@ -293,7 +293,8 @@ def seed_batches(
     jobs: Sequence[JobSpec], size: int, batchable: Callable[[JobSpec], bool] = lambda job: True
 ) -> list[JobSpec | list[JobSpec]]:
     """Group the jobs that differ only by their seed (same algo, env, resolved config, budget, evaluation,
-    device) into seed batches of at most ``size`` jobs, trained together in one process
+    device) into as few seed batches of at most ``size`` jobs as possible, of balanced sizes (5 seeds by 4: 3 + 2),
+    each trained in one process
     (:mod:`lit_sb3.zoo.worker.batch`). Each job keeps its own id, so a batch holds only the jobs given (a
     re-run passes the unfinished ones). Jobs ``batchable`` refuses, and groups of one, stay single jobs.
 
@@ -322,7 +323,11 @@ def seed_batches(
             units.append(item)
             continue
         group = groups[item]
-        for i in range(0, len(group), size):
-            chunk = group[i : i + size]
+        n_units = -(-len(group) // size)  # as few batches as ``size`` allows, of balanced sizes (5 by 4: 3 + 2)
+        start = 0
+        for u in range(n_units):
+            end = start + len(group) // n_units + (u < len(group) % n_units)
+            chunk = group[start:end]
             units.append(chunk if len(chunk) > 1 else chunk[0])
+            start = end
     return units

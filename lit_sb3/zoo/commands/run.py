@@ -207,6 +207,26 @@ def _batchable(jobs: Sequence[Any], size: int) -> set[str]:
     return ok
 
 
+def _seed_batch_units(todo: Sequence[Any], size: int, batchable: set[str]) -> list[Any]:
+    """The jobs to run grouped into seed batches (:func:`~lit_sb3.zoo.jobs.seed_batches`), with one line saying
+    how many.
+
+    Args:
+        todo: the jobs to run.
+        size: ``--seed-batch``.
+        batchable: ids of the jobs that may be batched (:func:`_batchable`).
+    """
+    from lit_sb3.zoo.jobs import seed_batches
+
+    units = seed_batches(todo, size, lambda job: job.job_id in batchable)
+    n_batches = sum(isinstance(u, list) for u in units)
+    if n_batches:
+        n_seeds = sum(len(u) for u in units if isinstance(u, list))
+        print(f"--seed-batch {size}: {n_seeds} job(s) in {n_batches} seed batch(es), {len(units)} unit(s) to run",
+              flush=True)  # fmt: skip
+    return units
+
+
 def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
     """The Ray launcher's options (``--ray-address``, ``--cpus-per-job``, ``--gpus-per-job``); none for local."""
     if args.launcher != "ray":
@@ -347,6 +367,7 @@ def run(args: argparse.Namespace) -> int:
     finished = tracking.finished_job_ids()
     if args.dry_run:
         _print_plan(jobs, skipped, finished, experiment, uri)
+        _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch, batchable)
         return 0
     for pair in skipped:
         print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
@@ -360,14 +381,7 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
-    from lit_sb3.zoo.jobs import seed_batches
-
-    units = seed_batches(todo, args.seed_batch, lambda job: job.job_id in batchable)
-    n_batches = sum(isinstance(u, list) for u in units)
-    if n_batches:
-        n_seeds = sum(len(u) for u in units if isinstance(u, list))
-        print(f"--seed-batch {args.seed_batch}: {n_seeds} job(s) in {n_batches} seed batch(es), "
-              f"{len(units)} unit(s) to run", flush=True)  # fmt: skip
+    units = _seed_batch_units(todo, args.seed_batch, batchable)
     if args.launcher == "local":
         from lit_sb3.zoo.launchers.local import LocalLauncher
 
