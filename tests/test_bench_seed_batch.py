@@ -6,6 +6,10 @@ budgets); a seed that diverges fails alone; a re-run runs only the unfinished se
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ from tests.mlflow_store import client as _client
 from tests.mlflow_store import copy_store as _store
 from tests.mlflow_store import runs as _runs
 
+ROOT = Path(__file__).resolve().parent.parent
 NAN_SEED = "tests.envs.nan_seed:NaNSeed-v0"
 # SAC on Pendulum, small enough for a test: 400 env steps per seed, updates from step 100, two evaluations
 TINY_SAC = ["--algos", "sac", "--envs", "Pendulum-v1", "--n-timesteps", "400", "--eval-freq", "200",
@@ -287,3 +292,41 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed(in_tmp_path: Path, mlfl
     assert [r.status for r in results] == ["FINISHED"] * 2
     assert results[0].fps != results[1].fps  # two fits
     assert {r.info.status for r in _by_seed(uri, "sde").values()} == {"FINISHED"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# a batched grid killed while its second batch runs: the re-run runs that batch's seeds only
+# ---------------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # two bench runs in fresh interpreters; test_rerun_runs_only_unfinished_seeds covers resume fast
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGKILL and process groups")
+def test_killed_batched_grid_reruns_only_unfinished_seeds(in_tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "sac", "--envs", NAN_SEED, "--seeds", "4", "--seed-batch", "2", "--jobs", "1",
+            "--tracking-uri", uri, "--experiment", "killed", "--n-timesteps", "300", "--eval-freq", "150",
+            "--eval-episodes", "1", "--hyperparams", "learning_starts=50", "buffer_size=1000", "batch_size=32",
+            "policy_kwargs=dict(net_arch=[16])", "env_kwargs=dict(nan_seed=-1)"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "LIT_SB3_METRICS_FLUSH_SECONDS": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "lit_sb3.zoo.cli", *argv], cwd=in_tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 240
+        while True:  # the first batch (seeds 0, 1) finished, the second (seeds 2, 3) started
+            statuses = sorted(r.info.status for r in _runs(uri, "killed"))
+            if statuses == ["FINISHED", "FINISHED", "RUNNING", "RUNNING"]:
+                break
+            assert proc.poll() is None, f"bench run ended before it could be killed: {statuses}"
+            assert time.monotonic() < deadline, f"the second batch did not start in time: {statuses}"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    first = {int(r.data.tags["lit_sb3.seed"]): r.info.status for r in _runs(uri, "killed")}
+    assert first[0] == first[1] == "FINISHED", first
+    # the batch process dies with its parent (it polls for it every 0.5 s); its runs stay RUNNING until the re-run
+    assert main(argv) == 0
+    runs = _runs(uri, "killed")
+    finished = sorted(int(r.data.tags["lit_sb3.seed"]) for r in runs if r.info.status == "FINISHED")
+    killed = sorted(int(r.data.tags["lit_sb3.seed"]) for r in runs if r.info.status == "KILLED")
+    assert finished == [0, 1, 2, 3] and killed == [2, 3], [(r.data.tags["lit_sb3.seed"], r.info.status) for r in runs]
