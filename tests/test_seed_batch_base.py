@@ -114,3 +114,33 @@ def test_seed_routing_logger_routes_keys_and_hyperparameters():
     assert a.params == [{"seed": 10, "seeds": "[10, 11]"}] and b.params == [{"seed": 11, "seeds": "[10, 11]"}]
     with pytest.raises(ValueError, match="one logger per seed"):
         SeedRoutingLogger([])
+
+
+@pytest.mark.parametrize("pack", [False, True], ids=["cpu-writes", "packed-transfers"])
+def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch, pack):
+    import numpy as np
+    from gymnasium import spaces
+
+    from lit_sb3.algorithms.seed_batch import SeedReplayStorage
+
+    monkeypatch.setattr(SeedReplayStorage, "INITIAL_CAPACITY", 3)
+    storage = SeedReplayStorage(2, 10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), 1, th.device("cpu"))
+    assert storage.capacity == 3 and not storage.pack_transfers
+    storage.pack_transfers = pack  # the device path (one packed host->device copy per step), run on the CPU
+    for t in range(25):  # seed 1 stores -t, seed 0 stores t
+        value = np.array([t, -t], np.float32)
+        storage.add(
+            np.broadcast_to(value[:, None, None], (2, 1, 3)).copy(),
+            np.broadcast_to(value[:, None, None] + 1, (2, 1, 3)).copy(),
+            np.zeros((2, 1, 1), np.float32),
+            value[:, None],
+            np.zeros((2, 1), np.float32),
+        )
+        assert storage.capacity == min(10, max(3, 3 * 2 ** int(np.ceil(np.log2(max(t + 1, 3) / 3)))))
+    assert storage.full and storage.pos == 5
+    assert storage.rewards[0, :, 0].tolist() == [20, 21, 22, 23, 24, 15, 16, 17, 18, 19]
+    data = storage.sample(64, th.Generator().manual_seed(0))
+    assert data.observations.shape == (2, 64, 3) and data.rewards.shape == (2, 64, 1)
+    assert (data.rewards[0] >= 15).all() and (data.rewards[1] <= -15).all()  # each seed samples its own slice
+    th.testing.assert_close(data.next_observations[..., 0], data.observations[..., 0] + 1)
+    assert not th.equal(data.rewards[0], -data.rewards[1])  # independent indices per seed

@@ -384,7 +384,14 @@ class SeedBatch(BaseAlgorithm):
                 member._setup_model()
         self._setup_lr_schedule()
         self._build_batch()
+        self._finish_build()
+
+    def _finish_build(self) -> None:
+        """The stacked networks exist: seeds masked before (a pruner, a guard) are frozen from now on."""
         self._built = True
+        for i in self.failed:
+            self._frozen.setdefault(i, [link.stacked.detach().clone() for link in self._links])
+        self._active_mask = self._make_active_mask()
 
     def _build_batch(self) -> None:
         """Subclasses: stack the members' networks (keep the links in ``self._links``), make the optimisers."""
