@@ -150,11 +150,10 @@ def test_batched_seeds_are_tracked_as_separate_jobs(batched: tuple[str, str, Pat
     assert len({tuple(m.value for m in client.get_metric_history(r.info.run_id, loss)) for r in runs.values()}) == 4
 
 
+@pytest.mark.parametrize("batched", ["sac"], indirect=True)  # one algorithm is enough here
 def test_rerun_runs_only_unfinished_seeds(batched: tuple[str, str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     """``single`` holds seed 0; the same grid with three seeds batched runs seeds 1 and 2 only, as one batch."""
-    algo, uri, folder = batched
-    if algo != "sac":
-        pytest.skip("one algorithm is enough here")
+    _, uri, folder = batched
     capsys.readouterr()
     argv = ["run", "--seeds", "3", "--seed-batch", "4", "--experiment", "single", "--jobs", "2",
             "--tracking-uri", uri, *TINY_SAC]  # fmt: skip
