@@ -75,6 +75,17 @@ def test_initial_parameters_equal_single_seed_models(algo):
         th.testing.assert_close(stacked, alone)
 
 
+def _assert_optimizers_equal(member, single) -> None:
+    """The member's optimiser states (Adam moments and steps) are seed i's slices of the batch's."""
+    for name, optimizer in single._optimizers_to_save().items():
+        mine = member._optimizers_to_save()[name].state_dict()["state"]
+        theirs = optimizer.state_dict()["state"]
+        assert mine.keys() == theirs.keys() and theirs, name
+        for index in theirs:
+            for key in theirs[index]:
+                th.testing.assert_close(mine[index][key], theirs[index][key], atol=1e-6, rtol=1e-4)
+
+
 def _fixed_batch(k: int, b: int, obs_dim: int, act_dim: int, seed: int = 0):
     g = th.Generator().manual_seed(seed)
     return dict(
@@ -113,6 +124,7 @@ def test_sac_one_batched_update_equals_single_updates(monkeypatch):
         member = batch.member(i)
         _assert_state_equal(member.policy.state_dict(), single.policy.state_dict(), atol=1e-6)
         th.testing.assert_close(member.log_ent_coef, single.log_ent_coef)
+        _assert_optimizers_equal(member, single)
         # the update moved the parameters (a no-op would pass the comparison too)
         assert not th.equal(member.actor.mu.weight, _single(SAC, "Pendulum-v1", SEEDS[i], **SAC_KW).actor.mu.weight)
     losses = {key: value for key, value in batch._seed_log_buffer.items() if key.startswith("train/")}
@@ -185,6 +197,7 @@ def test_dqn_one_batched_update_equals_single_updates_with_per_seed_clipping(mon
     for i, single in enumerate(singles):
         _single_update(single, ReplayBufferSamples(**{key: v[i] for key, v in data.items()}), b)
         _assert_state_equal(batch.member(i).policy.state_dict(), single.policy.state_dict(), atol=1e-6)
+        _assert_optimizers_equal(batch.member(i), single)
 
 
 def test_td3_and_dqn_batches_train_through_rltrainer(tmp_path):
@@ -232,24 +245,44 @@ def test_sac_batch_trains_through_rltrainer_and_members_round_trip(tmp_path):
         )
     # the seeds differ from each other
     assert not th.equal(batch.member(0).actor.mu.weight, batch.member(1).actor.mu.weight)
+    # a seed's transitions as an ordinary replay buffer: it continues training alone
+    member = batch.member(2)
+    member.replay_buffer = batch.replay_buffer_of(2)
+    assert member.replay_buffer.pos == 333 and not member.replay_buffer.full
+    np.testing.assert_array_equal(
+        member.replay_buffer.rewards[:333, 0].numpy(), batch.storage.rewards[2, :333, 0].numpy()
+    )
+    member.learn(20, env=batch.envs[2], reset_num_timesteps=False)
+    assert member.num_timesteps == 353 and member.replay_buffer.pos == 353
 
 
-class _NaNRewardAfter(gym.Wrapper):
-    def __init__(self, env: gym.Env, after: int) -> None:
+def test_a_batch_run_is_reproducible(tmp_path):
+    def run() -> dict:
+        batch = SeedBatch(SAC, seeds=[5, 6], **SAC_KW)
+        RLTrainer(max_steps=70, logger=False, default_root_dir=tmp_path).fit(
+            batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", [5, 6]))
+        )
+        return batch.state_dict()
+
+    _assert_state_equal(run(), run())
+
+
+class _BadRewardAfter(gym.Wrapper):
+    def __init__(self, env: gym.Env, after: int, value: float = float("nan")) -> None:
         super().__init__(env)
-        self.after, self.steps = after, 0
+        self.after, self.steps, self.value = after, 0, value
 
     def step(self, action):
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.steps += 1
-        return obs, float("nan") if self.steps > self.after else reward, terminated, truncated, info
+        return obs, self.value if self.steps > self.after else reward, terminated, truncated, info
 
 
 def test_seed_with_nan_rewards_is_masked_while_the_others_train(tmp_path):
     seeds = [0, 1, 2]
     kwargs = dict(learning_starts=30, batch_size=16, policy_kwargs=dict(net_arch=[16, 16]))
     envs = _envs("Pendulum-v1", seeds[:2]) + [
-        make_vec_env("Pendulum-v1", n_envs=1, seed=2, wrapper_class=_NaNRewardAfter, wrapper_kwargs=dict(after=80))
+        make_vec_env("Pendulum-v1", n_envs=1, seed=2, wrapper_class=_BadRewardAfter, wrapper_kwargs=dict(after=80))
     ]
     batch = SeedBatch(SAC, seeds=seeds, **kwargs)
     RLTrainer(max_steps=80, logger=False, default_root_dir=tmp_path).fit(
@@ -268,18 +301,58 @@ def test_seed_with_nan_rewards_is_masked_while_the_others_train(tmp_path):
     assert envs[2].envs[0].steps == 81  # the failed seed's env stopped stepping
 
 
-def test_seed_routing_logger_gives_each_seed_its_own_csv(tmp_path):
+def test_seed_whose_losses_overflow_is_masked(tmp_path):
+    """Finite but huge rewards make that seed's critic loss infinite: it is masked, the other seed goes on."""
+    kwargs = dict(learning_starts=30, batch_size=16, policy_kwargs=dict(net_arch=[16]))
+    envs = [
+        make_vec_env(
+            "Pendulum-v1", n_envs=1, seed=0, wrapper_class=_BadRewardAfter, wrapper_kwargs=dict(after=0, value=3e38)
+        ),
+        make_vec_env("Pendulum-v1", n_envs=1, seed=1),
+    ]
+    batch = SeedBatch(SAC, seeds=[0, 1], **kwargs)
+    RLTrainer(max_steps=100, logger=False, default_root_dir=tmp_path).fit(
+        batch, datamodule=RLEnvDataModule(train_env=envs)
+    )
+    assert list(batch.failed) == [0] and batch.failed[0].startswith("diverged: non-finite critic loss at step ")
+    assert batch.num_timesteps == 100 and th.isfinite(batch.member(1).critic.qf[0].weight).all()
+
+
+def test_seed_masked_before_the_fit_never_moves(tmp_path):
+    batch = SeedBatch(DQN, seeds=[0, 1], **DQN_KW)
+    batch.fail_seed(1, "pruned: trial 3 stopped")
+    RLTrainer(max_steps=60, logger=False, default_root_dir=tmp_path).fit(
+        batch, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", [0, 1]))
+    )
+    initial = [_single(DQN, "CartPole-v1", s, **DQN_KW) for s in (0, 1)]
+    assert batch.failed == {1: "pruned: trial 3 stopped"} and batch._n_updates == 10  # train_freq 4
+    _assert_state_equal(batch.member(1).policy.state_dict(), initial[1].policy.state_dict())
+    assert not th.equal(batch.member(0).q_net.q_net[0].weight, initial[0].q_net.q_net[0].weight)
+    with pytest.raises(IndexError, match="seed index must be in"):
+        batch.fail_seed(2, "no such seed")
+    batch.fail_seed(0, "diverged")
+    assert batch._stop_requested  # every seed failed: the fit ends
+    with pytest.raises(RuntimeError, match="every seed of the batch has failed"):
+        RLTrainer(max_steps=10, logger=False).fit(
+            batch, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", [0, 1]))
+        )
+
+
+def test_seed_routing_logger_gives_each_seed_its_own_csv_and_tensorboard(tmp_path):
     import csv
 
     import yaml
-    from lightning.pytorch.loggers import CSVLogger
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     seeds = [4, 9]
-    loggers = [CSVLogger(tmp_path, name=f"seed{s}", version=0) for s in seeds]
+    csv_loggers = [CSVLogger(tmp_path, name=f"seed{s}", version=0) for s in seeds]
+    tb_loggers = [TensorBoardLogger(tmp_path / "tb", name=f"seed{s}", version=0) for s in seeds]
     batch = SeedBatch(SAC, seeds=seeds, learning_starts=50, batch_size=16, policy_kwargs=dict(net_arch=[16]))
-    trainer = RLTrainer(max_steps=400, logger=SeedRoutingLogger(loggers), log_every_n_steps=1)
+    routers = [SeedRoutingLogger(csv_loggers), SeedRoutingLogger(tb_loggers)]
+    trainer = RLTrainer(max_steps=400, logger=routers, log_every_n_steps=1)
     trainer.fit(batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds)))
-    for seed, logger in zip(seeds, loggers):
+    for seed, logger, tb in zip(seeds, csv_loggers, tb_loggers):
         rows = list(csv.DictReader(open(f"{logger.log_dir}/metrics.csv")))
         keys = set(rows[0])
         assert {"rollout/ep_rew_mean", "train/critic_loss", "train/ent_coef", "time/episodes", "step"} <= keys
@@ -288,6 +361,12 @@ def test_seed_routing_logger_gives_each_seed_its_own_csv(tmp_path):
         assert steps == [200, 400]  # Pendulum episodes end every 200 steps: one dump each
         hparams = yaml.safe_load(open(f"{logger.log_dir}/hparams.yaml"))
         assert hparams["seed"] == seed and hparams["algo"] == "SAC" and hparams["batch_size"] == 16
+        events = EventAccumulator(tb.log_dir, size_guidance={"scalars": 0})
+        events.Reload()
+        tags = set(events.Tags()["scalars"])
+        assert {"rollout/ep_rew_mean", "train/actor_loss", "time/total_timesteps"} <= tags
+        assert [e.step for e in events.Scalars("rollout/ep_rew_mean")] == [200, 400]
+        assert yaml.safe_load(open(f"{tb.log_dir}/hparams.yaml"))["seed"] == seed
 
 
 def test_bad_seed_batch_arguments_fail_early():
@@ -301,6 +380,45 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(SAC, seeds=[0], seed=1)
     with pytest.raises(NotImplementedError, match="episodes"):
         SeedBatch(SAC, seeds=[0], train_freq=(1, "episode"))
+    with pytest.raises(TypeError, match="one VecEnv per seed"):
+        RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
+    with pytest.raises(ValueError, match="normalize=True with a list"):
+        RLEnvDataModule(train_env=_envs("Pendulum-v1", [0]), normalize=True)
+    with pytest.raises(NotImplementedError, match=r"vector \(Box\) observations only"):
+        SeedBatch(DQN, seeds=[0, 1]).set_env(_envs("FrozenLake-v1", [0, 1]))
     batch = SeedBatch(SAC, seeds=[0, 1])
     with pytest.raises(ValueError, match="one env per seed"):
         batch.set_env(_envs("Pendulum-v1", [0]))
+
+
+def _mean_return(model, seed: int) -> float:
+    from lit_sb3.core.evaluation import evaluate_policy
+
+    env = make_vec_env("Pendulum-v1", n_envs=1, seed=seed + 10_000)
+    return float(evaluate_policy(model, env, n_eval_episodes=5, deterministic=True)[0])
+
+
+@pytest.mark.slow
+def test_batched_sac_learns_pendulum():
+    """RL Zoo Pendulum hyperparameters (learning_rate 1e-3), 6000 steps per seed, K=2: every seed >= -250 (the
+    single-seed check's threshold, tests/test_sac_td3_ddpg.py)."""
+    seeds = [0, 1]
+    batch = SeedBatch(SAC, seeds=seeds, learning_rate=1e-3)
+    RLTrainer(max_steps=6000, logger=False).fit(
+        batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds))
+    )
+    returns = [_mean_return(batch.member(i), s) for i, s in enumerate(seeds)]
+    assert min(returns) >= -250, returns
+
+
+@pytest.mark.slow
+def test_batched_td3_learns_pendulum():
+    """RL Zoo Pendulum hyperparameters (learning_rate 1e-3, normal action noise 0.1), 8000 steps, K=2."""
+    seeds = [0, 1]
+    noise = NormalActionNoise(np.zeros(1), 0.1 * np.ones(1))
+    batch = SeedBatch(TD3, seeds=seeds, learning_rate=1e-3, action_noise=noise)
+    RLTrainer(max_steps=8000, logger=False).fit(
+        batch, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", seeds))
+    )
+    returns = [_mean_return(batch.member(i), s) for i, s in enumerate(seeds)]
+    assert min(returns) >= -250, returns

@@ -8,6 +8,7 @@ from lit_sb3.algorithms.seed_batch.base import (
     SeedBatch,
     SeedRoutingLogger,
     clip_grad_norm_per_seed,
+    masked_optimizer_step,
     stack_sequential,
 )
 from lit_sb3.algorithms.seed_batch.dqn import SeedBatchDQN
@@ -30,5 +31,6 @@ __all__ = [
     "SeedReplayStorage",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",
+    "masked_optimizer_step",
     "stack_sequential",
 ]

@@ -39,6 +39,7 @@ from lit_sb3.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 __all__ = [
     "ParamLink",
+    "masked_optimizer_step",
     "SeedBatch",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",
@@ -71,10 +72,12 @@ class ParamLink:
         self.member_tensors = list(member_tensors)
         self.transpose = transpose
 
-    def seed_slice(self, i: int) -> th.Tensor:
-        """Seed i's part of the stacked tensor, shaped as its single-seed tensor."""
+    def seed_slice(self, i: int, tensor: th.Tensor | None = None) -> th.Tensor:
+        """Seed i's part of the stacked tensor (or of ``tensor``, shaped like it: an optimiser moment), shaped as
+        its single-seed tensor."""
         k = len(self.member_tensors)
-        part = self.stacked.detach().reshape(k, -1, *self.stacked.shape[1:])[i]
+        source = self.stacked if tensor is None else tensor
+        part = source.detach().reshape(k, -1, *source.shape[1:])[i]
         if self.transpose:
             part = part.squeeze(0).transpose(-1, -2)
         return part.reshape(self.member_tensors[i].shape)
@@ -173,6 +176,44 @@ class _EverySeed:
         self.value = value
 
 
+def masked_optimizer_step(optimizer: th.optim.Optimizer, stopped: Sequence[int], n_seeds: int) -> None:
+    """``optimizer.step()`` that leaves the ``stopped`` seeds where they were: their parameters and their slices
+    of every per-element optimiser state (Adam's moments) are restored after the step (Adam moves a parameter
+    even with a zero gradient). Used for seeds that sit out an update (PPO's per-seed ``target_kl`` stop).
+
+    Per-tensor scalar state (Adam's ``step`` counter) is shared by all seeds and still advances: a stopped seed's
+    next steps use a bias correction one step further on than its separate run's (a relative difference below
+    ``beta ** step``, negligible after the first few dozen steps).
+
+    Args:
+        optimizer: an optimiser over stacked, seed-major, contiguous parameters.
+        stopped: seed indices that must not move.
+        n_seeds: K.
+    """
+    if not stopped:
+        optimizer.step()
+        return
+    index = th.as_tensor(list(stopped), dtype=th.long)
+    saved: list[tuple[th.Tensor, th.Tensor]] = []
+    fresh: list[th.Tensor] = []  # parameters without optimiser state yet (their first step)
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            state = optimizer.state.get(p)
+            if not state:
+                fresh.append(p)
+            moments = [v for v in (state or {}).values() if isinstance(v, th.Tensor) and v.shape == p.shape]
+            for tensor in [p.data, *moments]:
+                view = tensor.view(n_seeds, -1)
+                saved.append((view, view[index.to(view.device)].clone()))
+    optimizer.step()
+    for view, old in saved:
+        view[index.to(view.device)] = old
+    for p in fresh:  # a seed that never stepped has zero moments, as a fresh optimiser
+        for value in optimizer.state.get(p, {}).values():
+            if isinstance(value, th.Tensor) and value.shape == p.shape:
+                value.view(n_seeds, -1)[index.to(value.device)] = 0
+
+
 # ----------------------------------------------------------------------
 # The batch
 # ----------------------------------------------------------------------
@@ -269,6 +310,7 @@ class SeedBatch(BaseAlgorithm):
         self._dumped_seq = [0] * self.n_seeds
         self._built = False
         self._input_dtype = th.float32
+        self._nonfinite: dict[str, th.Tensor] = {}
 
     # ------------------------------------------------------------------
     # Members and stacking
@@ -342,7 +384,14 @@ class SeedBatch(BaseAlgorithm):
                 member._setup_model()
         self._setup_lr_schedule()
         self._build_batch()
+        self._finish_build()
+
+    def _finish_build(self) -> None:
+        """The stacked networks exist: seeds masked before (a pruner, a guard) are frozen from now on."""
         self._built = True
+        for i in self.failed:
+            self._frozen.setdefault(i, [link.stacked.detach().clone() for link in self._links])
+        self._active_mask = self._make_active_mask()
 
     def _build_batch(self) -> None:
         """Subclasses: stack the members' networks (keep the links in ``self._links``), make the optimisers."""
@@ -361,12 +410,44 @@ class SeedBatch(BaseAlgorithm):
         member = self.members[i]
         for link in self._links:
             link.write_member(i)
+        self._write_member_optimizers(i, member)
         self._sync_member_state(i, member)
         member.num_timesteps = self.num_timesteps
         member._total_timesteps = self._total_timesteps
         member._episode_num = self._episode_nums[i]
         member._current_progress_remaining = self._current_progress_remaining
         return member
+
+    def _batch_optimizers(self) -> list[th.optim.Optimizer]:
+        """The optimisers over the stacked parameters (subclasses' ``configure_optimizers``)."""
+        optimizers = self.configure_optimizers()
+        return list(optimizers) if isinstance(optimizers, (list, tuple)) else [optimizers]
+
+    def _write_member_optimizers(self, i: int, member: BaseAlgorithm) -> None:
+        """Copy seed i's slices of the optimiser states (Adam moments and step) into member i's optimisers, so that
+        a saved member continues training as the separate run would."""
+        links = {id(link.stacked): link for link in self._links}
+        owners = {
+            id(q): opt for opt in member._optimizers_to_save().values() for g in opt.param_groups for q in g["params"]
+        }
+        for optimizer in self._batch_optimizers():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    link, state = links.get(id(p)), optimizer.state.get(p)
+                    if link is None or not state:
+                        continue
+                    q = link.member_tensors[i]
+                    target = owners.get(id(q))
+                    if target is None:
+                        continue
+                    target.state[q] = {
+                        key: link.seed_slice(i, value).to(q.device).clone()
+                        if isinstance(value, th.Tensor) and value.shape == p.shape
+                        else value.clone()
+                        if isinstance(value, th.Tensor)
+                        else value
+                        for key, value in state.items()
+                    }
 
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         """Hook: copy other per-seed state (counters, exploration rate) into member i."""
@@ -427,11 +508,28 @@ class SeedBatch(BaseAlgorithm):
         return th.where(self._active_mask, per_seed, th.zeros_like(per_seed)).sum()
 
     def _check_finite(self, name: str, per_seed: th.Tensor) -> None:
-        """Mask the seeds whose ``per_seed`` values (``[steps, K]`` or ``[K]``) are not all finite (one sync)."""
-        finite = th.isfinite(per_seed.detach().reshape(-1, self.n_seeds)).all(0).cpu().tolist()
-        for i, ok in enumerate(finite):
-            if not ok and i not in self.failed:
-                self.fail_seed(i, f"diverged: non-finite {name} at step {self.num_timesteps}")
+        """Note the seeds whose ``per_seed`` values (``[steps, K]`` or ``[K]``) are not all finite; they are masked
+        at the next :meth:`_apply_finite_checks` (one device sync per ``training_step``, not per update).
+
+        Args:
+            name: what the values are (``"critic loss"``), for the failure reason.
+            per_seed: the values, seed last.
+        """
+        bad = ~th.isfinite(per_seed.detach().reshape(-1, self.n_seeds)).all(0)
+        previous = self._nonfinite.get(name)
+        self._nonfinite[name] = bad if previous is None else previous | bad
+
+    def _apply_finite_checks(self) -> None:
+        """Mask the seeds noted by :meth:`_check_finite` (reason: ``diverged: non-finite <name> at step N``)."""
+        if not self._nonfinite:
+            return
+        names = list(self._nonfinite)
+        flags = th.stack([self._nonfinite[name] for name in names]).cpu().tolist()
+        self._nonfinite = {}
+        for name, row in zip(names, flags):
+            for i, bad in enumerate(row):
+                if bad and i not in self.failed:
+                    self.fail_seed(i, f"diverged: non-finite {name} at step {self.num_timesteps}")
 
     # ------------------------------------------------------------------
     # Fit set-up

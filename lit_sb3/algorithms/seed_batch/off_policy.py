@@ -22,6 +22,7 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.algorithms.seed_batch.base import SeedBatch
 from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_obs_dtype
+from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise, VectorizedActionNoise
 from lit_sb3.core.preprocessing import get_action_dim, get_obs_shape
 from lit_sb3.core.types import TrainFreq, TrainFrequencyUnit
@@ -71,16 +72,41 @@ class SeedReplayStorage:
         self.handle_timeout_termination = handle_timeout_termination
         self.device = device
         self.pos, self.full = 0, False
-        obs_shape = get_obs_shape(observation_space)
-        obs_dtype = numpy_to_torch_dtype(storage_obs_dtype(observation_space, None))
-        action_dtype = th.float32 if isinstance(action_space, spaces.Box) else th.int64
-        lead = (n_seeds, self.buffer_size, n_envs)
-        self.observations = th.zeros((*lead, *obs_shape), dtype=obs_dtype, device=device)
-        self.next_observations = th.zeros_like(self.observations)
-        self.actions = th.zeros((*lead, get_action_dim(action_space)), dtype=action_dtype, device=device)
-        self.rewards = th.zeros(lead, dtype=th.float32, device=device)
-        self.dones = th.zeros(lead, dtype=th.float32, device=device)  # terminal (timeouts removed)
+        self._obs_shape = get_obs_shape(observation_space)
+        self._obs_dtype = numpy_to_torch_dtype(storage_obs_dtype(observation_space, None))
+        self._action_dtype = th.float32 if isinstance(action_space, spaces.Box) else th.int64
+        self._action_dim = get_action_dim(action_space)
+        # allocated as it fills (doubling up to buffer_size): a 1M-transition buffer of a 20k-step run holds 20k
+        self.capacity = 0
+        # off the CPU, each step's transitions go to the device as one packed copy (when float32 holds them exactly)
+        self.pack_transfers = device.type != "cpu" and self._obs_dtype == th.float32
+        self._allocate(min(self.buffer_size, self.INITIAL_CAPACITY))
         self._seed_index = th.arange(n_seeds, device=device).unsqueeze(1)
+
+    INITIAL_CAPACITY = 4096
+    FIELDS = ("observations", "next_observations", "actions", "rewards", "dones")
+
+    def _allocate(self, capacity: int) -> None:
+        """(Re)allocate the storage for ``capacity`` slots, keeping what is stored."""
+        lead = (self.n_seeds, capacity, self.n_envs)
+        shapes = {
+            "observations": ((*lead, *self._obs_shape), self._obs_dtype),
+            "next_observations": ((*lead, *self._obs_shape), self._obs_dtype),
+            "actions": ((*lead, self._action_dim), self._action_dtype),
+            "rewards": (lead, th.float32),
+            "dones": (lead, th.float32),  # terminal (timeouts removed)
+        }
+        for name, (shape, dtype) in shapes.items():
+            new = th.zeros(shape, dtype=dtype, device=self.device)
+            if self.capacity:
+                new[:, : self.capacity].copy_(getattr(self, name))
+            setattr(self, name, new)
+        self.capacity = capacity
+        self._refresh_views()
+
+    def _refresh_views(self) -> None:
+        cpu = self.device.type == "cpu"
+        self._np_views = [getattr(self, name).numpy() for name in self.FIELDS] if cpu else None
 
     def add(
         self, obs: np.ndarray, next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray
@@ -95,16 +121,34 @@ class SeedReplayStorage:
             dones: terminal flags, 1 only for true terminations (not timeouts).
         """
         pos = self.pos
-        for tensor, value in (
-            (self.observations, obs),
-            (self.next_observations, next_obs),
-            (self.actions, actions.reshape(self.actions[:, pos].shape)),
-            (self.rewards, rewards),
-            (self.dones, dones),
-        ):
-            tensor[:, pos].copy_(th.as_tensor(value, dtype=tensor.dtype), non_blocking=True)
+        if pos == self.capacity:
+            self._allocate(min(self.buffer_size, 2 * self.capacity))
+        fields = [self.observations, self.next_observations, self.actions, self.rewards, self.dones]
+        values = [obs, next_obs, actions, rewards, dones]
+        if self.pack_transfers:
+            # one host->device copy for the K transitions (float32 is exact for the stored actions and flags)
+            k, n = self.n_seeds, self.n_envs
+            packed = np.concatenate([np.asarray(v, dtype=np.float32).reshape(k, n, -1) for v in values], axis=-1)
+            device_values = th.from_numpy(packed).to(self.device).split([f[0, 0, 0].numel() for f in fields], -1)
+            for tensor, value in zip(fields, device_values):
+                tensor[:, pos].copy_(value.reshape(tensor[:, pos].shape))
+        elif self._np_views is not None:  # numpy views of the CPU storage: the cheapest writes
+            for array, value in zip(self._np_views, values):
+                view = array[:, pos]
+                view[...] = np.reshape(value, view.shape)
+        else:
+            for tensor, value in zip(fields, values):
+                tensor[:, pos].copy_(th.as_tensor(value, dtype=tensor.dtype).reshape(tensor[:, pos].shape))
         self.pos = (pos + 1) % self.buffer_size
         self.full = self.full or self.pos == 0
+
+    def to(self, device: th.device) -> None:
+        """Move the storage to ``device``."""
+        for name in (*self.FIELDS, "_seed_index"):
+            setattr(self, name, getattr(self, name).to(device))
+        self.device = device
+        self.pack_transfers = device.type != "cpu" and self._obs_dtype == th.float32
+        self._refresh_views()
 
     def size(self) -> int:
         """Transitions stored per seed and sub-env."""
@@ -126,10 +170,11 @@ class SeedReplayStorage:
             flat = slots * self.n_envs + envs
         else:
             flat = slots
-        seed = self._seed_index
+        # one index into the flattened [K * capacity * n_envs] storage: index_select is cheaper than 2-d indexing
+        index = (flat + self._seed_index * (self.capacity * self.n_envs)).reshape(-1)
 
         def take(tensor: th.Tensor) -> th.Tensor:
-            return tensor.flatten(1, 2)[seed, flat]
+            return tensor.flatten(0, 2).index_select(0, index).view(k, batch_size, *tensor.shape[3:])
 
         return SeedBatchSamples(
             observations=take(self.observations),
@@ -189,8 +234,10 @@ class OffPolicySeedBatch(SeedBatch):
     def _setup_model(self) -> None:
         for member in self.members:
             if not member.policy_ready:
+                # the batch stores the transitions (stacked storage): the member gets a 1-slot placeholder
+                member.replay_buffer = ReplayBuffer(1, member.observation_space, member.action_space, device="cpu")
                 member._setup_model()
-                member.replay_buffer = None  # the batch stores the transitions (stacked storage)
+                member.replay_buffer = None
         # each member's action space was seeded with its seed by its _setup_model (warm-up actions)
         self._action_spaces = [m.action_space for m in self.members]
         first = self.members[0]
@@ -209,14 +256,12 @@ class OffPolicySeedBatch(SeedBatch):
         self._generator.manual_seed(int(np.random.SeedSequence(self.seeds).generate_state(1)[0]))
         self._setup_lr_schedule()
         self._build_batch()
-        self._built = True
+        self._finish_build()
 
     def _on_device_ready(self) -> None:
         storage = self.storage
         if storage is not None and storage.device != self.device:
-            for name in ("observations", "next_observations", "actions", "rewards", "dones", "_seed_index"):
-                setattr(storage, name, getattr(storage, name).to(self.device))
-            storage.device = self.device
+            storage.to(self.device)
             self._generator = th.Generator(device=self.device)
             self._generator.manual_seed(int(np.random.SeedSequence(self.seeds).generate_state(1)[0]))
         self._active_mask = self._make_active_mask()
@@ -258,6 +303,11 @@ class OffPolicySeedBatch(SeedBatch):
         """Collect/update cycles (``train_freq`` lockstep env steps, then ``gradient_steps`` batched updates) until
         ``min_env_steps_per_training_step`` env steps, the budget, a stop or a step boundary."""
         del batch, batch_idx
+        self._run_cycles()
+        self._apply_finite_checks()
+        self._restore_failed()
+
+    def _run_cycles(self) -> None:
         assert isinstance(self.train_freq, TrainFreq)
         single_cycle = self.fit_context is not None and self.fit_context.single_cycle
         collected = 0
@@ -348,36 +398,46 @@ class OffPolicySeedBatch(SeedBatch):
         dones = np.zeros((self.n_seeds, self.n_envs), dtype=np.float32)
         stored_obs = original_obs
         normalizers = self._vec_normalizes()
+        if isinstance(self.action_space, spaces.Box):
+            finite = np.isfinite(buffer_actions.reshape(self.n_seeds, -1)).all(1)
+            if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
+                self._apply_finite_checks()
+                for i in np.flatnonzero(~finite):
+                    if int(i) not in self.failed:
+                        self.fail_seed(int(i), f"diverged: non-finite action at step {self.num_timesteps}")
+        stepped = []
         for i in self.active_seeds:
-            env = self.envs[i]
-            obs_i, reward_i, done_i, infos = env.step(actions[i])
+            obs_i, reward_i, done_i, infos = self.envs[i].step(actions[i])
             vec_normalize = normalizers[i]
             if vec_normalize is not None:
                 raw_obs, raw_reward = vec_normalize.get_original_obs(), vec_normalize.get_original_reward()
             else:
                 raw_obs, raw_reward = obs_i, reward_i
-            if not (np.all(np.isfinite(raw_reward)) and np.all(np.isfinite(raw_obs))):
-                what = "reward" if not np.all(np.isfinite(raw_reward)) else "observation"
-                self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
-                continue
             new_obs[i] = obs_i
-            next_original[i] = raw_obs
-            nxt = raw_obs
+            next_original[i] = next_obs[i] = raw_obs
+            rewards[i] = raw_reward
             if done_i.any():
-                nxt = raw_obs.copy()
+                dones[i] = done_i
                 for j in np.flatnonzero(done_i):
                     terminal = infos[j].get("terminal_observation")
                     if terminal is not None:
-                        nxt[j] = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
+                        next_obs[i, j] = (
+                            vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
+                        )
+                    if self.storage.handle_timeout_termination and infos[j].get("TimeLimit.truncated", False):
+                        dones[i, j] = 0.0  # a timeout is not a terminal state
                     if self._noises[i] is not None:
                         self._noises[i].reset(**({"indices": [int(j)]} if self.n_envs > 1 else {}))
-            next_obs[i] = nxt
-            rewards[i] = raw_reward
-            timeouts = np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=np.float32)
-            terminal = done_i.astype(np.float32)
-            if self.storage.handle_timeout_termination:
-                terminal = terminal * (1.0 - timeouts)
-            dones[i] = terminal
+            stepped.append((i, infos, done_i))
+        # non-finite rewards or observations from an env: that seed is masked before anything is stored
+        k = self.n_seeds
+        bad_reward = ~np.isfinite(rewards).all(1)
+        bad_obs = ~np.isfinite(next_obs.reshape(k, -1)).all(1)
+        for i, infos, done_i in stepped:
+            if bad_reward[i] or bad_obs[i]:
+                what = "reward" if bad_reward[i] else "observation"
+                self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
+                continue
             self._update_info_buffers(i, infos, done_i)
             for _ in range(int(done_i.sum())):
                 self._episode_nums[i] += 1
@@ -434,6 +494,34 @@ class OffPolicySeedBatch(SeedBatch):
     def _obs_tensor(self, obs: np.ndarray) -> th.Tensor:
         """``[K, n, ...]`` observations as the networks' float input ``[K, n, features]``."""
         return th.as_tensor(obs, device=self.device).flatten(2).to(self._input_dtype)
+
+    def replay_buffer_of(self, i: int) -> ReplayBuffer:
+        """Seed index i's transitions as an ordinary :class:`ReplayBuffer` (e.g. ``m = batch.member(i);
+        m.replay_buffer = batch.replay_buffer_of(i)`` to continue that seed alone; timeouts are already folded into
+        the stored dones).
+
+        Args:
+            i: seed index.
+        """
+        self._check_index(i)
+        storage, first = self.storage, self.members[i]
+        if storage is None:
+            raise RuntimeError("the batch has no replay storage yet: train it (fit) or attach envs (set_env) first.")
+        buffer = ReplayBuffer(
+            first.buffer_size,
+            first.observation_space,
+            first.action_space,
+            device=self.device,
+            n_envs=self.n_envs,
+            handle_timeout_termination=False,
+        )
+        size = min(storage.capacity, buffer.buffer_size)
+        with th.no_grad():
+            for name in SeedReplayStorage.FIELDS:
+                target = getattr(buffer, name)
+                target[:size].copy_(getattr(storage, name)[i, :size].reshape(target[:size].shape))
+        buffer.pos, buffer.full = storage.pos, storage.full
+        return buffer
 
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         member._n_updates = self._n_updates

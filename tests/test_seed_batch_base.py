@@ -1,0 +1,146 @@
+"""The seed-batch base: stacking, per-seed gradient clipping, masked optimiser steps, metric routing."""
+
+from __future__ import annotations
+
+import pytest
+import torch as th
+from torch import nn
+
+from lit_sb3.algorithms.seed_batch import (
+    SeedRoutingLogger,
+    clip_grad_norm_per_seed,
+    masked_optimizer_step,
+    stack_sequential,
+)
+from lit_sb3.policies.torch_layers import EnsembleLinear
+
+th.set_num_threads(1)
+
+
+def _mlps(k: int) -> list[nn.Sequential]:
+    out = []
+    for seed in range(k):
+        th.manual_seed(seed)
+        out.append(nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 2)))
+    return out
+
+
+def test_stack_sequential_computes_each_seed_and_writes_back():
+    mlps = _mlps(3)
+    stacked, links = stack_sequential(mlps)
+    x = th.randn(3, 5, 3)
+    y = stacked(x)
+    for i, mlp in enumerate(mlps):
+        th.testing.assert_close(y[i], mlp(x[i]))
+    with th.no_grad():
+        for p in stacked.parameters():
+            p.add_(1.0)
+    for link in links:
+        link.write_member(1)
+    th.testing.assert_close(stacked(x)[1], mlps[1](x[1]))
+    assert not th.allclose(stacked(x)[0], mlps[0](x[0]))  # only seed 1 was written back
+
+
+def test_stack_sequential_of_ensembles_is_seed_major():
+    ensembles = [nn.Sequential(EnsembleLinear(2, 4, 3), nn.ReLU(), EnsembleLinear(2, 3, 1)) for _ in range(3)]
+    stacked, _ = stack_sequential(ensembles)
+    x = th.randn(3, 6, 4)
+    y = stacked(x.repeat_interleave(2, 0)).view(3, 2, 6, 1)
+    for i, ensemble in enumerate(ensembles):
+        th.testing.assert_close(y[i], ensemble(x[i]))
+
+
+def test_stack_sequential_refuses_layers_with_state():
+    with pytest.raises(NotImplementedError, match="LayerNorm"):
+        stack_sequential([nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2)) for _ in range(2)])
+
+
+def test_clip_grad_norm_per_seed_equals_clip_grad_norm_of_each_seed():
+    mlps = _mlps(4)
+    stacked, _ = stack_sequential(mlps)
+    x, target = th.randn(4, 7, 3), th.randn(4, 7, 2) * 10
+    ((stacked(x) - target) ** 2).mean(dim=(1, 2)).sum().backward()
+    norms = clip_grad_norm_per_seed(list(stacked.parameters()), 0.5, 4)
+    for i, mlp in enumerate(mlps):
+        ((mlp(x[i]) - target[i]) ** 2).mean().backward()
+        norm = nn.utils.clip_grad_norm_(mlp.parameters(), 0.5)
+        th.testing.assert_close(norms[i], norm)
+        th.testing.assert_close(stacked[0].weight.grad[i], mlp[0].weight.grad.t())
+        th.testing.assert_close(stacked[2].bias.grad[i, 0], mlp[2].bias.grad)
+
+
+def test_masked_optimizer_step_leaves_stopped_seeds_untouched():
+    stacked, _ = stack_sequential(_mlps(3))
+    params = list(stacked.parameters())
+    optimizer = th.optim.Adam(params, lr=0.1)
+    reference = [p.detach().clone() for p in params]
+    for step in range(3):
+        optimizer.zero_grad()
+        stacked(th.randn(3, 4, 3)).pow(2).sum().backward()
+        masked_optimizer_step(optimizer, [1] if step < 2 else [], 3)
+        if step < 2:
+            for p, ref in zip(params, reference):
+                assert th.equal(p.detach().view(3, -1)[1], ref.view(3, -1)[1])
+                assert not th.equal(p.detach().view(3, -1)[0], ref.view(3, -1)[0])
+                assert th.equal(optimizer.state[p]["exp_avg"].view(3, -1)[1], th.zeros_like(ref.view(3, -1)[1]))
+    assert not th.equal(params[0].detach().view(3, -1)[1], reference[0].view(3, -1)[1])  # it moves once resumed
+
+
+class _Recorder:
+    def __init__(self):
+        self.metrics, self.params = [], []
+
+    def log_metrics(self, metrics, step=None):
+        self.metrics.append((dict(metrics), step))
+
+    def log_hyperparams(self, params):
+        self.params.append(dict(params))
+
+    def save(self):
+        pass
+
+    def finalize(self, status):
+        pass
+
+
+def test_seed_routing_logger_routes_keys_and_hyperparameters():
+    a, b, batch = _Recorder(), _Recorder(), _Recorder()
+    router = SeedRoutingLogger([a, b], batch_logger=batch)  # type: ignore[list-item]
+    router.log_metrics({"seed0/train/loss": 1.0, "seed1/train/loss": 2.0, "seed1/time/fps": 3, "fps": 9}, step=7)
+    router.log_hyperparams({"seed0/seed": 10, "seed1/seed": 11, "seeds": "[10, 11]"})
+    assert a.metrics == [({"train/loss": 1.0}, 7)]
+    assert b.metrics == [({"train/loss": 2.0, "time/fps": 3}, 7)]
+    assert batch.metrics == [({"fps": 9}, 7)]
+    assert a.params == [{"seed": 10, "seeds": "[10, 11]"}] and b.params == [{"seed": 11, "seeds": "[10, 11]"}]
+    with pytest.raises(ValueError, match="one logger per seed"):
+        SeedRoutingLogger([])
+
+
+@pytest.mark.parametrize("pack", [False, True], ids=["cpu-writes", "packed-transfers"])
+def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch, pack):
+    import numpy as np
+    from gymnasium import spaces
+
+    from lit_sb3.algorithms.seed_batch import SeedReplayStorage
+
+    monkeypatch.setattr(SeedReplayStorage, "INITIAL_CAPACITY", 3)
+    storage = SeedReplayStorage(2, 10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), 1, th.device("cpu"))
+    assert storage.capacity == 3 and not storage.pack_transfers
+    storage.pack_transfers = pack  # the device path (one packed host->device copy per step), run on the CPU
+    for t in range(25):  # seed 1 stores -t, seed 0 stores t
+        value = np.array([t, -t], np.float32)
+        storage.add(
+            np.broadcast_to(value[:, None, None], (2, 1, 3)).copy(),
+            np.broadcast_to(value[:, None, None] + 1, (2, 1, 3)).copy(),
+            np.zeros((2, 1, 1), np.float32),
+            value[:, None],
+            np.zeros((2, 1), np.float32),
+        )
+        assert storage.capacity == min(10, max(3, 3 * 2 ** int(np.ceil(np.log2(max(t + 1, 3) / 3)))))
+    assert storage.full and storage.pos == 5
+    assert storage.rewards[0, :, 0].tolist() == [20, 21, 22, 23, 24, 15, 16, 17, 18, 19]
+    data = storage.sample(64, th.Generator().manual_seed(0))
+    assert data.observations.shape == (2, 64, 3) and data.rewards.shape == (2, 64, 1)
+    assert (data.rewards[0] >= 15).all() and (data.rewards[1] <= -15).all()  # each seed samples its own slice
+    th.testing.assert_close(data.next_observations[..., 0], data.observations[..., 0] + 1)
+    assert not th.equal(data.rewards[0], -data.rewards[1])  # independent indices per seed
