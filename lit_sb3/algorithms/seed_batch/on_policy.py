@@ -947,7 +947,7 @@ class OnPolicySeedBatch(SeedBatch):
         self._rng_states = states
         self._setup_lr_schedule()
         self._build_batch()
-        self._built = True
+        self._finish_build()
 
     def _build_batch(self) -> None:
         first = self.members[0]
