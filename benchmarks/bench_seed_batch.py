@@ -108,7 +108,10 @@ def _worker(args: argparse.Namespace) -> None:
         datamodule = RLEnvDataModule(train_env=envs[0])
     trainer = RLTrainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False)
     Path(args.out + ".ready").touch()
+    parent = os.getppid()
     while not Path(args.go).exists():
+        if os.getppid() != parent:  # the benchmark was stopped: do not wait forever
+            sys.exit(1)
         time.sleep(0.01)
     start, cpu = time.time(), time.process_time()
     trainer.fit(model, datamodule=datamodule)
