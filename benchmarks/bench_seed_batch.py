@@ -47,9 +47,9 @@ import numpy as np
 THROUGHPUT: dict[str, tuple[str, dict[str, Any], int]] = {
     "ppo": ("CartPole-v1", dict(n_steps=256), 2048),
     "a2c": ("CartPole-v1", dict(), 2000),
-    "dqn": ("CartPole-v1", dict(buffer_size=50_000, learning_starts=100), 4000),
-    "sac": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 600),
-    "td3": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 800),
+    "dqn": ("CartPole-v1", dict(buffer_size=50_000, learning_starts=100), 3000),
+    "sac": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 400),
+    "td3": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 500),
 }
 
 # algo -> (env id, n_envs per seed, constructor kwargs, default env steps per seed) for the equivalence runs: the RL
@@ -108,7 +108,10 @@ def _worker(args: argparse.Namespace) -> None:
         datamodule = RLEnvDataModule(train_env=envs[0])
     trainer = RLTrainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False)
     Path(args.out + ".ready").touch()
+    parent = os.getppid()
     while not Path(args.go).exists():
+        if os.getppid() != parent:  # the benchmark was stopped: do not wait forever
+            sys.exit(1)
         time.sleep(0.01)
     start, cpu = time.time(), time.process_time()
     trainer.fit(model, datamodule=datamodule)

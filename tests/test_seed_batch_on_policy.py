@@ -100,7 +100,8 @@ def _update_both(case: str, **overrides):
     for i in range(len(SEEDS)):  # each seed shuffles with its own stream; the single model with the same one
         th.manual_seed(100 + i)
         states.append(th.get_rng_state())
-    batch.rng.cpu_states = [s.clone() for s in states]
+    for generator, state in zip(batch.rng.generators, states):
+        generator.set_state(state)
     batch.train()
     for i, single in enumerate(singles):
         th.set_rng_state(states[i])

@@ -79,58 +79,50 @@ __all__ = [
 
 
 class SeedRNG:
-    """One torch RNG stream per seed, kept as generator states and swapped into torch's default generator.
+    """One torch RNG stream per seed: a :class:`torch.Generator` on the sampling device for each seed.
 
     The single classes draw from torch's global generator (``th.multinomial``, ``th.randn_like``,
-    ``th.randperm``); swapping seed ``k``'s state in around its draws makes them the same draws, with the same
-    code, as seed ``k``'s separate run.
+    ``th.randperm``). Seed ``k``'s generator starts in the state its separate run's global generator is in when
+    training starts, so the same draws in the same order are the same numbers: the hand-batched path and the
+    shuffling pass the generator explicitly; code that only knows the global generator (the distributions' own
+    ``sample``, gSDE's noise matrices) runs inside :meth:`scope`, which swaps the generator's state in and out.
 
     Args:
-        states: the CPU generator state of each seed.
-        device: the device the samples are drawn on (its CUDA generator is swapped too).
-        seeds: the seeds: on CUDA each seed's stream starts as ``th.cuda.manual_seed(seed)`` leaves it (what its
-            separate run's ``set_random_seed`` does; building the policy on the CPU draws nothing from it).
+        states: the CPU generator state of each seed after its member was built.
+        device: the device the samples are drawn on.
+        seeds: the seeds: on CUDA each stream starts as ``th.cuda.manual_seed(seed)`` leaves it (what the separate
+            run's ``set_random_seed`` does; building the policy on the CPU draws nothing from it).
     """
 
     def __init__(self, states: Sequence[th.Tensor], device: th.device, seeds: Sequence[int]) -> None:
-        self.cpu_states = [s.clone() for s in states]
-        self.cuda_index: int | None = None
-        self.cuda_states: list[th.Tensor] = []
-        if device.type == "cuda":
-            self.cuda_index = device.index if device.index is not None else th.cuda.current_device()
-            generator = th.cuda.default_generators[self.cuda_index]
-            base = generator.get_state()
-            for seed in seeds:
+        self.device = device
+        self.generators: list[th.Generator] = []
+        for state, seed in zip(states, seeds):
+            generator = th.Generator(device=device)
+            if device.type == "cpu":
+                generator.set_state(state)
+            else:
                 generator.manual_seed(int(seed))
-                self.cuda_states.append(generator.get_state())
-            generator.set_state(base)
+            self.generators.append(generator)
+
+    def _default(self) -> th.Generator:
+        if self.device.type == "cuda":
+            index = self.device.index if self.device.index is not None else th.cuda.current_device()
+            return th.cuda.default_generators[index]
+        return th.random.default_generator
 
     @contextmanager
     def scope(self, k: int) -> Iterator[None]:
-        """Draws inside come from seed ``k``'s stream (which advances); the global stream is left untouched."""
-        cpu = th.random.default_generator
-        saved = cpu.get_state()
-        cpu.set_state(self.cpu_states[k])
-        cuda = th.cuda.default_generators[self.cuda_index] if self.cuda_index is not None else None
-        saved_cuda = cuda.get_state() if cuda is not None else None
-        if cuda is not None:
-            cuda.set_state(self.cuda_states[k])
+        """Draws from torch's default generator inside come from seed ``k``'s stream (which advances); the global
+        stream is left as it was."""
+        default = self._default()
+        saved = default.get_state()
+        default.set_state(self.generators[k].get_state())
         try:
             yield
         finally:
-            self.cpu_states[k] = cpu.get_state()
-            cpu.set_state(saved)
-            if cuda is not None:
-                self.cuda_states[k] = cuda.get_state()
-                cuda.set_state(saved_cuda)
-
-    def state_dict(self) -> dict[str, list[th.Tensor]]:
-        return {"cpu": list(self.cpu_states), "cuda": list(self.cuda_states)}
-
-    def load_state_dict(self, state: dict[str, list[th.Tensor]]) -> None:
-        self.cpu_states = [s.clone() for s in state["cpu"]]
-        if state.get("cuda") and self.cuda_index is not None:
-            self.cuda_states = [s.clone() for s in state["cuda"]]
+            self.generators[k].set_state(default.get_state())
+            default.set_state(saved)
 
 
 # ----------------------------------------------------------------------
@@ -283,14 +275,17 @@ class StackedActorCritic(nn.Module):
         latent_vf = self._mlp(self._features(obs), "mlp_extractor__value_net", extractor.value_net)
         return self._linear(latent_vf, "value_net")
 
-    def _fast_log_prob_entropy(self, dist_params: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+    def _fast_log_prob_entropy(
+        self, dist_params: th.Tensor, actions: th.Tensor, entropy: bool = True
+    ) -> tuple[th.Tensor, th.Tensor | None]:
         """Log-probabilities and entropies ``[K, B]`` (the single distributions' formulas over the last dim)."""
         if "log_std" in self.stacked:  # diagonal Gaussian
             log_std = self.stacked["log_std"].unsqueeze(1)
             z = (actions - dist_params) / log_std.exp()
             log_prob = (-0.5 * z * z - log_std - _HALF_LOG_2PI).sum(-1)
-            entropy = (0.5 + _HALF_LOG_2PI + log_std).expand_as(dist_params).sum(-1)
-            return log_prob, entropy
+            if not entropy:
+                return log_prob, None
+            return log_prob, (0.5 + _HALF_LOG_2PI + log_std).expand_as(dist_params).sum(-1)
         logits = dist_params - dist_params.logsumexp(dim=-1, keepdim=True)
         log_prob = logits.gather(-1, actions.long().reshape(*logits.shape[:-1], 1)).squeeze(-1)
         clamped = logits.clamp(min=th.finfo(logits.dtype).min)
@@ -299,6 +294,7 @@ class StackedActorCritic(nn.Module):
     def _fast_evaluate(self, obs: th.Tensor, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         values, dist_params, _ = self._fast_step(obs)
         log_prob, entropy = self._fast_log_prob_entropy(dist_params, actions)
+        assert entropy is not None
         return values.squeeze(-1), log_prob, entropy
 
     @th.no_grad()
@@ -314,25 +310,31 @@ class StackedActorCritic(nn.Module):
         """
         values, dist_params, latent_pi = self.call("step", obs)
         if self.fast:
-            gaussian = "log_std" in self.stacked
-            draws = []
-            for k in range(self.n_seeds):
-                if k in skip:
-                    draws.append(
+            generators = rng.generators
+            if "log_std" in self.stacked:  # diagonal Gaussian: mean + std * N(0, 1), each seed's noise its own
+                std = self.stacked["log_std"].exp()
+                noise = th.stack(
+                    [
                         th.zeros_like(dist_params[k])
-                        if gaussian
-                        else th.zeros(dist_params.shape[1], dtype=th.long, device=obs.device)
-                    )
-                    continue
-                with rng.scope(k):
-                    if gaussian:
-                        mean = dist_params[k]
-                        draws.append(mean + self.stacked["log_std"][k].exp() * th.randn_like(mean))
-                    else:
-                        probs = (dist_params[k] - dist_params[k].logsumexp(dim=-1, keepdim=True)).exp()
-                        draws.append(th.multinomial(probs, 1, True).reshape(-1))
-            actions = th.stack(draws)
-            log_prob, _ = self._fast_log_prob_entropy(dist_params, actions)
+                        if k in skip
+                        else th.randn(dist_params[k].shape, generator=generators[k], device=obs.device)
+                        for k in range(self.n_seeds)
+                    ]
+                )
+                actions = dist_params + std.unsqueeze(1) * noise
+                log_prob, _ = self._fast_log_prob_entropy(dist_params, actions, entropy=False)
+            else:  # categorical: each seed's th.multinomial draw from its own stream
+                logits = dist_params - dist_params.logsumexp(dim=-1, keepdim=True)
+                probs = logits.exp()
+                actions = th.stack(
+                    [
+                        th.zeros(probs.shape[1], dtype=th.long, device=obs.device)
+                        if k in skip
+                        else th.multinomial(probs[k], 1, True, generator=generators[k]).reshape(-1)
+                        for k in range(self.n_seeds)
+                    ]
+                )
+                log_prob = logits.gather(-1, actions.unsqueeze(-1)).squeeze(-1)
             return actions, values, log_prob
         actions_k, log_probs_k = [], []
         for k in range(self.n_seeds):
@@ -391,6 +393,17 @@ def _per_seed(x: th.Tensor, like: th.Tensor) -> th.Tensor:
     return x.view(-1, *([1] * (like.dim() - 1)))
 
 
+def _adam_factors(
+    steps: th.Tensor, lr: float, beta1: float, beta2: float, cache: dict[int, tuple[th.Tensor, th.Tensor]]
+) -> tuple[th.Tensor, th.Tensor]:
+    """Per-seed ``lr / (1 - beta1^t)`` and ``sqrt(1 - beta2^t)`` for step counts ``t`` (>= 1 where they are used),
+    computed once per step-count tensor."""
+    if id(steps) not in cache:
+        t = steps.clamp(min=1).double()
+        cache[id(steps)] = ((lr / (1 - beta1**t)).float(), (1 - beta2**t).sqrt().float())
+    return cache[id(steps)]
+
+
 class _PerSeedOptimizer(th.optim.Optimizer):
     """Base of the per-seed optimisers: ``step(active)`` moves only the seeds where ``active`` is True."""
 
@@ -399,6 +412,13 @@ class _PerSeedOptimizer(th.optim.Optimizer):
     def __init__(self, params: Sequence[nn.Parameter], n_seeds: int, defaults: dict[str, Any]) -> None:
         super().__init__(list(params), defaults)
         self.n_seeds = n_seeds
+
+    def _shared_steps(self, device: th.device) -> th.Tensor:
+        """The per-seed step counts shared by every parameter that starts stepping together."""
+        shared = getattr(self, "_steps", None)
+        if shared is None or shared.device != device:
+            shared = self._steps = th.zeros(self.n_seeds, dtype=th.float32, device=device)
+        return shared
 
     def _active(self, active: th.Tensor | None, device: th.device) -> th.Tensor:
         if active is None:
@@ -435,29 +455,47 @@ class PerSeedAdam(_PerSeedOptimizer):
 
     @th.no_grad()
     def step(self, active: th.Tensor | None = None) -> None:  # type: ignore[override]
+        """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: every seed (foreach
+        kernels, no masking)."""
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps = group["lr"], group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                mask = self._active(active, p.device)
+            params = [p for p in group["params"] if p.grad is not None]
+            for p in params:
                 state = self.state[p]
                 if not state:
-                    state["step"] = th.zeros(self.n_seeds, dtype=th.float32, device=p.device)
+                    # one step-count tensor shared by the parameters (they step together): factors computed once
+                    state["step"] = self._shared_steps(p.device)
                     state["exp_avg"] = th.zeros_like(p)
                     state["exp_avg_sq"] = th.zeros_like(p)
-                steps, exp_avg, exp_avg_sq = state["step"], state["exp_avg"], state["exp_avg_sq"]
-                steps.add_(mask.float())
-                m = _per_seed(mask, p)
-                grad = p.grad
+            factors: dict[int, tuple[th.Tensor, th.Tensor]] = {}
+            if active is None:
+                for steps in {id(self.state[p]["step"]): self.state[p]["step"] for p in params}.values():
+                    steps.add_(1)
+                grads = [p.grad for p in params]
+                exp_avgs = [self.state[p]["exp_avg"] for p in params]
+                exp_avg_sqs = [self.state[p]["exp_avg_sq"] for p in params]
+                th._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+                th._foreach_mul_(exp_avg_sqs, beta2)
+                th._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
+                for p, exp_avg, exp_avg_sq in zip(params, exp_avgs, exp_avg_sqs):
+                    step_size, bias_correction2_sqrt = _adam_factors(self.state[p]["step"], lr, beta1, beta2, factors)
+                    denom = exp_avg_sq.sqrt().div_(_per_seed(bias_correction2_sqrt, p)).add_(eps)
+                    p.sub_(_per_seed(step_size, p) * exp_avg / denom)
+                continue
+            mask = active.to(device=params[0].device, dtype=th.bool) if params else active
+            for steps in {id(self.state[p]["step"]): self.state[p]["step"] for p in params}.values():
+                steps.add_(mask.to(steps.dtype))
+            for p in params:
+                state = self.state[p]
+                m, grad = _per_seed(mask, p), p.grad
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 exp_avg.copy_(th.where(m, exp_avg.lerp(grad, 1 - beta1), exp_avg))
                 exp_avg_sq.copy_(th.where(m, exp_avg_sq * beta2 + (1 - beta2) * grad * grad, exp_avg_sq))
-                safe_steps = steps.clamp(min=1).double()
-                step_size = _per_seed((lr / (1 - beta1**safe_steps)).to(p.dtype), p)
-                bias_correction2_sqrt = _per_seed((1 - beta2**safe_steps).sqrt().to(p.dtype), p)
-                denom = exp_avg_sq.sqrt() / bias_correction2_sqrt + eps
-                p.sub_(th.where(m, step_size * exp_avg / denom, th.zeros((), dtype=p.dtype, device=p.device)))
+                step_size, bias_correction2_sqrt = _adam_factors(state["step"], lr, beta1, beta2, factors)
+                denom = exp_avg_sq.sqrt() / _per_seed(bias_correction2_sqrt, p) + eps
+                update = _per_seed(step_size, p) * exp_avg / denom
+                p.sub_(th.where(m, update, th.zeros((), dtype=p.dtype, device=p.device)))
 
     def member_state(self, k: int, params: Sequence[nn.Parameter]) -> dict[str, Any]:
         state = {}
@@ -637,11 +675,7 @@ class SeedBatchRolloutBuffer(RolloutBuffer):
             self._prepare_tensors()
         total = self.buffer_size * self.envs_per_seed
         batch_size = total if batch_size is None else batch_size
-        perms = []
-        for k in range(self.n_seeds):
-            with rng.scope(k):
-                perms.append(th.randperm(total, device=self.device))
-        indices = th.stack(perms)
+        indices = th.stack([th.randperm(total, generator=g, device=self.device) for g in rng.generators])
         rows = th.arange(self.n_seeds, device=self.device).unsqueeze(1)
         flat = self._flat
         for start in range(0, total, batch_size):
@@ -716,6 +750,7 @@ def ppo_update(
     device = active.device
     params = policy.parameter_list()
     running = active.clone()
+    all_running = bool(active.all())  # False once a seed stops (known here: the stop test syncs anyway)
     n_updates = th.zeros(K, dtype=th.long, device=device)
     sums: dict[str, th.Tensor] = {
         k: th.zeros(K, device=device) for k in ("pg", "value", "entropy", "kl", "clip_fraction")
@@ -770,12 +805,13 @@ def ppo_update(
                                 f"seed index {k}: early stopping at step {epoch} due to reaching max kl: {float(kl[k]):.2f}"
                             )
                     running = running & ~stop
+                    all_running = False
                 if not bool(running.any()):
                     break
             optimizer.zero_grad(set_to_none=True)
             (loss * running.float()).sum().backward()
             clip_grad_norm_per_seed(params, max_grad_norm, policy.n_seeds)
-            optimizer.step(running)
+            optimizer.step(None if all_running else running)
         n_updates += epoch_ran.long()
         if not bool(running.any()):
             break
@@ -833,7 +869,7 @@ def a2c_update(
         optimizer.zero_grad(set_to_none=True)
         (loss * active.float()).sum().backward()
         clip_grad_norm_per_seed(params, max_grad_norm, policy.n_seeds)
-        optimizer.step(active)
+        optimizer.step(None if bool(active.all()) else active)
         policy_loss, value_loss, entropy_loss = policy_loss.detach(), value_loss.detach(), entropy_loss.detach()
     metrics: dict[str, th.Tensor | float] = {
         "train/explained_variance": buffer.explained_variance().to(active.device),
@@ -911,7 +947,7 @@ class OnPolicySeedBatch(SeedBatch):
         self._rng_states = states
         self._setup_lr_schedule()
         self._build_batch()
-        self._built = True
+        self._finish_build()
 
     def _build_batch(self) -> None:
         first = self.members[0]
@@ -932,8 +968,8 @@ class OnPolicySeedBatch(SeedBatch):
     def _on_device_ready(self) -> None:
         if self.rollout_buffer is not None:
             self.rollout_buffer.device = self.device
-        if self.rng is not None and self.device.type == "cuda" and self.rng.cuda_index is None:
-            self.rng = SeedRNG(self.rng.cpu_states, self.device, self.seeds)
+        if self.rng is not None and self.rng.device != self.device:
+            self.rng = SeedRNG(self._rng_states, self.device, self.seeds)
         self._active_mask = self._make_active_mask()
 
     def _prepare_fit(self) -> None:
@@ -1005,13 +1041,11 @@ class OnPolicySeedBatch(SeedBatch):
             rewards = np.zeros((K, E), dtype=np.float32)
             dones = np.zeros((K, E), dtype=bool)
             all_infos: list[list[dict[str, Any]]] = [[{} for _ in range(E)] for _ in range(K)]
-            for i in self.active_seeds:
-                obs_i, rewards_i, dones_i, infos = self.envs[i].step(clipped_actions[i])
-                if not (np.all(np.isfinite(rewards_i)) and np.all(np.isfinite(obs_i))):
-                    what = "reward" if not np.all(np.isfinite(rewards_i)) else "observation"
-                    self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps + E}")
-                    continue
-                new_obs[i], rewards[i], dones[i], all_infos[i] = obs_i, rewards_i, dones_i, infos
+            active = self.active_seeds
+            for i in active:
+                new_obs[i], rewards[i], dones[i], all_infos[i] = self.envs[i].step(clipped_actions[i])
+            if not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):  # one check for all seeds
+                self._fail_non_finite(active, new_obs, rewards, dones, all_infos)
             self.num_timesteps += E
             callback.update_locals(locals())
             if not callback.on_step():
@@ -1035,6 +1069,27 @@ class OnPolicySeedBatch(SeedBatch):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _fail_non_finite(
+        self,
+        active: list[int],
+        new_obs: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        infos: list[list[dict[str, Any]]],
+    ) -> None:
+        """Mask the seeds whose env returned a non-finite reward or observation; their step is undone (they keep
+        their last observation, and their env steps no more)."""
+        assert self._last_obs is not None
+        for i in active:
+            bad_reward = not np.isfinite(rewards[i]).all()
+            if bad_reward or not np.isfinite(new_obs[i]).all():
+                what = "reward" if bad_reward else "observation"
+                self.fail_seed(
+                    i, f"diverged: non-finite {what} from the env at step {self.num_timesteps + self.n_envs}"
+                )
+                new_obs[i], rewards[i], dones[i] = self._last_obs[i], 0.0, False
+                infos[i] = [{} for _ in range(self.n_envs)]
 
     def _reset_noise(self) -> None:
         assert self.rng is not None
