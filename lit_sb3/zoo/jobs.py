@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +25,15 @@ if TYPE_CHECKING:
     from lit_sb3.zoo.config import ResolvedConfig
     from lit_sb3.zoo.plan_cache import PlanCache
 
-__all__ = ["JobSpec", "SkippedPair", "plan_grid", "default_eval_freq", "encode_value", "decode_value"]
+__all__ = [
+    "JobSpec",
+    "SkippedPair",
+    "plan_grid",
+    "seed_batches",
+    "default_eval_freq",
+    "encode_value",
+    "decode_value",
+]
 
 #: evaluations per run when ``--eval-freq`` is not given (plus the final one)
 DEFAULT_EVALUATIONS = 20
@@ -326,3 +334,47 @@ def plan_grid(
                     )
                 )
     return jobs, skipped
+
+
+def seed_batches(
+    jobs: Sequence[JobSpec], size: int, batchable: Callable[[JobSpec], bool] = lambda job: True
+) -> list[JobSpec | list[JobSpec]]:
+    """Group the jobs that differ only by their seed (same algo, env, resolved config, budget, evaluation,
+    device) into as few seed batches of at most ``size`` jobs as possible, of balanced sizes (5 seeds by 4: 3 + 2),
+    each trained in one process
+    (:mod:`lit_sb3.zoo.worker.batch`). Each job keeps its own id, so a batch holds only the jobs given (a
+    re-run passes the unfinished ones). Jobs ``batchable`` refuses, and groups of one, stay single jobs.
+
+    Args:
+        jobs: the jobs to run, in order (a batch takes the place of its first job).
+        size: the most seeds per batch (``--seed-batch``; 1: no batching).
+        batchable: whether a job may be batched (e.g. its algorithm has a seed-batched version).
+    """
+    if size < 1:
+        raise BenchError(f"--seed-batch must be >= 1, got {size}")
+    groups: dict[str, list[JobSpec]] = {}
+    order: list[str | JobSpec] = []
+    for job in jobs:
+        if size == 1 or not batchable(job):
+            order.append(job)
+            continue
+        identity = {k: v for k, v in job.identity().items() if k != "seed"}
+        key = _canonical({**identity, "log_interval": job.log_interval})
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(job)
+    units: list[JobSpec | list[JobSpec]] = []
+    for item in order:
+        if isinstance(item, JobSpec):
+            units.append(item)
+            continue
+        group = groups[item]
+        n_units = -(-len(group) // size)  # as few batches as ``size`` allows, of balanced sizes (5 by 4: 3 + 2)
+        start = 0
+        for u in range(n_units):
+            end = start + len(group) // n_units + (u < len(group) % n_units)
+            chunk = group[start:end]
+            units.append(chunk if len(chunk) > 1 else chunk[0])
+            start = end
+    return units

@@ -61,8 +61,10 @@ __all__ = [
     "JobResult",
     "build_env",
     "build_model",
+    "finish_job",
     "log_interval",
     "metrics_flush_seconds",
+    "record_failure",
     "result_from_dict",
     "run_job",
 ]
@@ -202,58 +204,12 @@ def run_job(
             t_fit = time.monotonic()
             trainer.fit(model, datamodule=RLEnvDataModule(train_env=train_env))
             fit_seconds = max(time.monotonic() - t_fit, 1e-9)
-            result.stopped_early = bool(hook_cb.stopped)
-            # the final evaluation, unless the last periodic one was at the end (or a hook stopped the run: its
-            # score is the evaluation that stopped it)
-            if (eval_cb.last_eval_step != model.num_timesteps and not hook_cb.stopped) or not hook_cb.rows:
-                eval_cb.num_timesteps = model.num_timesteps
-                eval_cb.evaluate()
-                hook_cb.num_timesteps = model.num_timesteps
-                hook_cb.record()
-            step, mean, std, _ = hook_cb.rows[-1]
-            wall = time.monotonic() - t_start
-            result.score, result.score_std, result.env_steps = mean, std, int(model.num_timesteps)
-            result.wall_seconds = wall
-            result.fps = float(model.num_timesteps / fit_seconds)  # training incl. periodic evaluations
-            result.evaluations = [(r[0], r[1]) for r in hook_cb.rows]
-            final = {
-                "final/mean_reward": mean,
-                "final/std_reward": std,
-                "time/wall_seconds": wall,
-                "time/fps": result.fps,
-                "time/total_timesteps": float(model.num_timesteps),
-            }
-            for logger in trainer.loggers:
-                logger.log_metrics(final, step=int(model.num_timesteps))
-            if mlflow_logger is not None:
-                mlflow_logger.flush()
-            if store is not None:
-                folder = Path(tmp) / "artifacts"
-                folder.mkdir()
-                _write_artifacts(folder, spec, model, hook_cb.rows)
-                store.log_artifacts(run_id, folder)
-                if video_dir is not None:
-                    eval_env.close_video()
-                    if eval_env.n_frames:
-                        store.log_artifacts(run_id, video_dir, "videos")
-                if result.stopped_early:
-                    store.set_tags(run_id, {"lit_sb3.stopped_early": "true"})
-            result.status = stopped_status if result.stopped_early else "FINISHED"
-            if store is not None:
-                store.end_run(run_id, result.status)
+            finish_job(spec, model, eval_cb, hook_cb, trainer.loggers, result, store=store, mlflow_logger=mlflow_logger,
+                       folder=Path(tmp), t_start=t_start, fit_seconds=fit_seconds, stopped_status=stopped_status,
+                       video=(eval_env, video_dir) if video_dir is not None else None)  # fmt: skip
     except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then re-raised if not an Exception
-        killed = not isinstance(exc, Exception)
-        result.status = "KILLED" if killed else "FAILED"
-        result.failure_reason = "interrupted" if killed else _reason(exc)
-        result.wall_seconds = time.monotonic() - t_start
-        result.env_steps = int(getattr(model, "num_timesteps", 0) or 0)
-        if store is not None:
-            if mlflow_logger is not None:
-                with contextlib.suppress(Exception):  # recording the failure matters more
-                    mlflow_logger.flush()  # what was logged before the failure is kept
-            with contextlib.suppress(Exception):  # the launcher ends the run if this fails
-                store.fail_run(run_id, result.failure_reason, result.status, traceback.format_exc())
-        if killed:
+        record_failure(exc, result, store, mlflow_logger, t_start, int(getattr(model, "num_timesteps", 0) or 0))
+        if not isinstance(exc, Exception):
             raise
     finally:
         for env in (train_env, eval_env):
@@ -284,6 +240,98 @@ def _recording_eval_env(spec: JobSpec, folder: Path, start: Callable[[], bool]) 
     configure_headless_rendering()  # before the env (MuJoCo, pygame) is made
     env = build_env(spec.with_render_mode("rgb_array"), evaluation=True)
     return VecVideoRecorder(env, folder / f"final-{spec.job_id}.mp4", start_trigger=start)
+
+
+def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: Sequence[Any], result: JobResult, *,
+               store: Any, mlflow_logger: Any, folder: Path, t_start: float, fit_seconds: float,
+               stopped_status: str = "FINISHED", video: tuple[Any, Path] | None = None) -> None:  # fmt: skip
+    """After a job's training: the final evaluation (unless the last periodic one was at the end, or a hook
+    stopped the run: its score is the evaluation that stopped it), the ``final/*`` and ``time/*`` metrics, the
+    artifacts, and the run ended FINISHED (or ``stopped_status``); fills ``result``. Shared by :func:`run_job`
+    and the seed-batched jobs (:mod:`lit_sb3.zoo.worker.batch`, with one seed's model and callbacks).
+
+    Args:
+        spec: the job.
+        model: its trained model (``num_timesteps``, ``save``, ``get_vec_normalize_env``).
+        eval_cb: its :class:`~lit_sb3.zoo.worker.callbacks.JobEvalCallback`.
+        hook_cb: its :class:`~lit_sb3.zoo.worker.callbacks.HookCallback`.
+        loggers: receive the final metrics.
+        result: filled in.
+        store: the tracking store (None: nothing recorded).
+        mlflow_logger: flushed before the artifacts (None: none).
+        folder: a temporary folder for the artifacts.
+        t_start: ``time.monotonic()`` when the job started.
+        fit_seconds: wall seconds of ``trainer.fit``.
+        stopped_status: final status of a run stopped by a hook.
+        video: ``(recording eval env, its folder)`` of ``--record-final``: the mp4 is logged under ``videos/``.
+    """
+    result.stopped_early = bool(hook_cb.stopped)
+    if (eval_cb.last_eval_step != model.num_timesteps and not hook_cb.stopped) or not hook_cb.rows:
+        eval_cb.num_timesteps = model.num_timesteps
+        eval_cb.evaluate()
+        hook_cb.num_timesteps = model.num_timesteps
+        hook_cb.record()
+    step, mean, std, _ = hook_cb.rows[-1]
+    wall = time.monotonic() - t_start
+    result.score, result.score_std, result.env_steps = mean, std, int(model.num_timesteps)
+    result.wall_seconds = wall
+    result.fps = float(model.num_timesteps / fit_seconds)  # training incl. periodic evaluations
+    result.evaluations = [(r[0], r[1]) for r in hook_cb.rows]
+    final = {
+        "final/mean_reward": mean,
+        "final/std_reward": std,
+        "time/wall_seconds": wall,
+        "time/fps": result.fps,
+        "time/total_timesteps": float(model.num_timesteps),
+    }
+    for logger in loggers:
+        logger.log_metrics(final, step=int(model.num_timesteps))
+    if mlflow_logger is not None:
+        mlflow_logger.flush()
+    if store is not None:
+        artifacts = folder / f"artifacts-{spec.job_id}"
+        artifacts.mkdir()
+        _write_artifacts(artifacts, spec, model, hook_cb.rows)
+        store.log_artifacts(result.run_id, artifacts)
+        if video is not None:
+            recorder, video_dir = video
+            recorder.close_video()
+            if recorder.n_frames:
+                store.log_artifacts(result.run_id, video_dir, "videos")
+        if result.stopped_early:
+            store.set_tags(result.run_id, {"lit_sb3.stopped_early": "true"})
+    result.status = stopped_status if result.stopped_early else "FINISHED"
+    if store is not None:
+        store.end_run(result.run_id, result.status)
+
+
+def record_failure(exc: BaseException, result: JobResult, store: Any, mlflow_logger: Any, t_start: float,
+                   env_steps: int, traceback_text: str | None = None, reason: str | None = None) -> None:  # fmt: skip
+    """Record a job that raised: ``result`` FAILED (KILLED for a non-``Exception``) with its one-line reason,
+    what was logged before kept, and the run ended with ``lit_sb3.failure_reason`` and ``traceback.txt``.
+
+    Args:
+        exc: what was raised.
+        result: filled in.
+        store: the tracking store (None: nothing recorded).
+        mlflow_logger: flushed first (None: none).
+        t_start: ``time.monotonic()`` when the job started.
+        env_steps: env steps done.
+        traceback_text: the traceback (default: the one being handled).
+        reason: the one-line reason (default: from ``exc``).
+    """
+    killed = not isinstance(exc, Exception)
+    result.status = "KILLED" if killed else "FAILED"
+    result.failure_reason = reason or ("interrupted" if killed else _reason(exc))
+    result.wall_seconds = time.monotonic() - t_start
+    result.env_steps = env_steps
+    if store is not None:
+        if mlflow_logger is not None:
+            with contextlib.suppress(Exception):  # recording the failure matters more
+                mlflow_logger.flush()  # what was logged before the failure is kept
+        with contextlib.suppress(Exception):  # the launcher ends the run if this fails
+            text = traceback.format_exc() if traceback_text is None else traceback_text
+            store.fail_run(result.run_id, result.failure_reason, result.status, text)
 
 
 def _reason(exc: BaseException) -> str:

@@ -13,15 +13,19 @@ from lit_sb3.algorithms.seed_batch.base import (
 )
 from lit_sb3.algorithms.seed_batch.dqn import SeedBatchDQN
 from lit_sb3.algorithms.seed_batch.off_policy import OffPolicySeedBatch, SeedReplayStorage
+from lit_sb3.algorithms.seed_batch.on_policy import OnPolicySeedBatch, SeedBatchA2C, SeedBatchPPO
 from lit_sb3.algorithms.seed_batch.sac import SeedBatchSAC
 from lit_sb3.algorithms.seed_batch.td3 import SeedBatchDDPG, SeedBatchTD3
 
 __all__ = [
     "OffPolicySeedBatch",
+    "OnPolicySeedBatch",
     "ParamLink",
     "SeedBatch",
+    "SeedBatchA2C",
     "SeedBatchDDPG",
     "SeedBatchDQN",
+    "SeedBatchPPO",
     "SeedBatchSAC",
     "SeedBatchTD3",
     "SeedReplayStorage",

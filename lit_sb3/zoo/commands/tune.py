@@ -31,6 +31,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--n-evaluations", type=int, default=10, help="periodic evaluations per seed (pruning points)")
     p.add_argument("--eval-episodes", type=int, default=5, help="deterministic episodes per evaluation")
     p.add_argument("--seeds-per-trial", type=int, default=1, help="seeds per trial; the objective is their mean")
+    p.add_argument("--seed-batch", type=int, default=1, metavar="K",
+                   help="train up to K seeds of a trial together as one seed-batched model (default 1: one after "
+                   "the other)")  # fmt: skip
     p.add_argument("--sampler", default="tpe", help="tpe (default), random, cmaes, gp")
     p.add_argument("--pruner", default="median", help="median (default), halving, hyperband, none")
     p.add_argument("--n-startup-trials", type=int, default=5,
@@ -68,6 +71,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def _positive(name: str, value: int | float | None, minimum: int = 1) -> None:
     if value is not None and value < minimum:
         raise BenchError(f"{name} must be >= {minimum}, got {value}")
+
+
+def _seed_batch(args: argparse.Namespace, algo: str) -> int:
+    """``--seed-batch``, or 1 (with one line) when the algorithm has no seed-batched version."""
+    if args.seed_batch == 1 or args.seeds_per_trial == 1:
+        return 1
+    from lit_sb3.zoo.worker.batch import has_batched_version
+
+    if not has_batched_version(algo):
+        print(f"--seed-batch: {algo} has no seed-batched version; the seeds of a trial run one after the other")
+        return 1
+    return int(args.seed_batch)
 
 
 def _output_path(args: argparse.Namespace, storage: str, study_name: str) -> Path:
@@ -259,7 +274,7 @@ def run(args: argparse.Namespace) -> int:
     reason = check_pair(algo, env_id)
     if reason is not None:
         raise BenchError(reason)
-    for name in ("n_trials", "n_timesteps", "n_evaluations", "eval_episodes", "seeds_per_trial", "jobs"):
+    for name in ("n_trials", "n_timesteps", "n_evaluations", "eval_episodes", "seeds_per_trial", "seed_batch", "jobs"):
         _positive("--" + name.replace("_", "-"), getattr(args, name))
     _positive("--n-startup-trials", args.n_startup_trials, 0)
     _positive("--n-warmup-evaluations", args.n_warmup_evaluations, 0)
@@ -299,7 +314,7 @@ def run(args: argparse.Namespace) -> int:
         seeds_per_trial=args.seeds_per_trial, objective=args.objective, space=space_to_jsonable(space),
         sampler=args.sampler.lower(), pruner=args.pruner.lower(), n_startup_trials=args.n_startup_trials,
         n_warmup_steps=warmup_steps, seed=args.seed, timeout=args.timeout, tracking=tracking.target,
-        parent_run_id=None, device=args.device, n_evaluations=args.n_evaluations,
+        parent_run_id=None, device=args.device, n_evaluations=args.n_evaluations, seed_batch=_seed_batch(args, algo),
     )  # fmt: skip
     study = load_or_create_study(settings, storage=opened)
     done = finished_count(study)

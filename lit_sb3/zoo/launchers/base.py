@@ -3,6 +3,10 @@
 A launcher owns scheduling and process life (timeouts, crashes); the :class:`RunBook` owns the tracking
 records (child runs). Each job yields one :class:`JobStarted`, any number of
 :class:`~lit_sb3.zoo.runner.JobProgress` snapshots, then exactly one :class:`JobDone`.
+
+An entry of ``jobs`` is a :class:`~lit_sb3.zoo.jobs.JobSpec` or a seed batch (a list of them, see
+:func:`~lit_sb3.zoo.jobs.seed_batches`): a batch runs as one unit (one process, one Ray task) and still yields
+the events of each of its jobs.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from lit_sb3.zoo.jobs import JobSpec
 from lit_sb3.zoo.runner import JobProgress, JobResult
 from lit_sb3.zoo.tracking import TrackingTarget
 
-__all__ = ["RunBook", "JobStarted", "JobDone", "LaunchEvent", "Launcher"]
+__all__ = ["RunBook", "JobStarted", "JobDone", "LaunchEvent", "Launcher", "JobUnit", "job_units"]
 
 
 class RunBook(Protocol):
@@ -63,16 +67,28 @@ class JobDone:
 
 LaunchEvent = Union[JobStarted, JobProgress, JobDone]
 
+JobUnit = Union[JobSpec, Sequence[JobSpec]]
+"""What a launcher runs as one unit: a job, or a seed batch of jobs."""
+
+
+def job_units(jobs: Sequence[JobUnit]) -> list[list[JobSpec]]:
+    """Every entry of ``jobs`` as a list of jobs (a single job: a list of one).
+
+    Args:
+        jobs: jobs and seed batches.
+    """
+    return [[job] if isinstance(job, JobSpec) else list(job) for job in jobs]
+
 
 class Launcher(ABC):
     """Runs jobs and reports what happens."""
 
     @abstractmethod
-    def submit(self, jobs: Sequence[JobSpec], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
+    def submit(self, jobs: Sequence[JobUnit], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
         """Run ``jobs``; yield events until every job is done.
 
         Args:
-            jobs: the jobs, in order.
+            jobs: the jobs (or seed batches of jobs), in order.
             target: where the workers log.
             runbook: creates/ends the runs.
         """

@@ -11,6 +11,9 @@
   polls the parent pid, so a SIGKILLed ``bench run`` never finishes jobs behind the next run's back.
 - Each worker writes its stdout/stderr (C level included) to a log file, not to the terminal, and sends
   progress and its result over its own pipe (a crashed worker cannot corrupt a queue shared with others).
+- A seed batch (``bench run --seed-batch K``) runs in one process (one of the ``--jobs`` slots) through
+  :func:`lit_sb3.zoo.worker.batch.run_batch`; each of its jobs still has its own run, events and result (sent
+  as soon as that seed ends), and a crash or timeout of the process fails the seeds that had not ended.
 """
 
 from __future__ import annotations
@@ -28,13 +31,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
 from lit_sb3.zoo.jobs import JobSpec
-from lit_sb3.zoo.launchers.base import JobDone, JobStarted, Launcher, LaunchEvent, RunBook
+from lit_sb3.zoo.launchers.base import JobDone, JobStarted, JobUnit, Launcher, LaunchEvent, RunBook, job_units
 from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
 from lit_sb3.zoo.tracking import TrackingTarget, pid_alive
 
@@ -93,9 +96,9 @@ def _die_with_parent(bench_pid: int) -> None:
     threading.Thread(target=watch, name="bench-parent-watchdog", daemon=True).start()
 
 
-def _worker_main(spec_json: str, target: TrackingTarget, run_id: str, conn: Connection, bench_pid: int,
+def _worker_main(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], conn: Connection, bench_pid: int,
                  cwd: str, environ: dict[str, str], log_path: str) -> None:  # fmt: skip
-    """Entry point of a job process."""
+    """Entry point of a job process (one job, or a seed batch of jobs)."""
     _die_with_parent(bench_pid)
     with contextlib.suppress(OSError):
         os.setpgrp()  # its own process group: a timeout kills the job's subprocesses too
@@ -114,19 +117,29 @@ def _worker_main(spec_json: str, target: TrackingTarget, run_id: str, conn: Conn
 
     from lit_sb3.zoo.runner import run_job
 
-    spec = JobSpec.from_json(spec_json)
+    specs = [JobSpec.from_json(text) for text in spec_jsons]
 
-    def progress(p: JobProgress) -> None:
+    def send(item: tuple[str, Any]) -> None:
         try:
-            conn.send(("progress", asdict(p)))
+            conn.send(item)
         except (BrokenPipeError, EOFError, ConnectionResetError):
             # the parent `bench run` is gone: die with it and leave the run RUNNING, so that the next
             # `bench run` marks it KILLED and runs the job again (recording it FAILED here would blame the job)
             os.kill(os.getpid(), signal.SIGKILL)
 
+    def progress(p: JobProgress) -> None:
+        send(("progress", asdict(p)))
+
+    def report(result: JobResult) -> None:
+        send(("result", result.to_dict()))
+
     try:
-        result = run_job(spec, target, run_id=run_id, progress=progress)
-        conn.send(("result", result.to_dict()))
+        if len(specs) == 1:
+            report(run_job(specs[0], target, run_id=run_ids[0], progress=progress))
+        else:
+            from lit_sb3.zoo.worker.batch import run_batch
+
+            run_batch(specs, target, run_ids=run_ids, progress=progress, on_result=report)
     finally:
         conn.close()
         sys.stdout.flush()
@@ -138,14 +151,18 @@ def _worker_main(spec_json: str, target: TrackingTarget, run_id: str, conn: Conn
 # ---------------------------------------------------------------------------------------------------------
 @dataclass
 class _Running:
-    spec: JobSpec
-    run_id: str
+    specs: list[JobSpec]
+    run_ids: list[str]
     process: Any
     conn: Connection
     started: float
     log_path: Path
-    result: JobResult | None = None
+    results: dict[str, JobResult] = field(default_factory=dict)
     conn_open: bool = True
+
+    @property
+    def key(self) -> str:
+        return self.specs[0].job_id
 
 
 def _signal_name(code: int) -> str:
@@ -202,35 +219,39 @@ class LocalLauncher(Launcher):
             self._context()
             forkserver.ensure_running()
 
-    def submit(self, jobs: Sequence[JobSpec], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
+    def submit(self, jobs: Sequence[JobUnit], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
         """Run ``jobs`` (see :class:`~lit_sb3.zoo.launchers.base.Launcher`).
 
         Args:
-            jobs: the jobs.
+            jobs: the jobs and seed batches.
             target: where the workers log.
             runbook: creates/ends the runs.
         """
         ctx = self._context()
         self._runbook = runbook
         self.log_dir = _new_log_dir(self.keep_logs)
-        pending = deque(jobs)
+        pending = deque(job_units(jobs))
         environ = dict(os.environ)
         try:
             while pending or self._running:
                 while pending and len(self._running) < self.max_workers:
-                    spec = pending.popleft()
-                    run_id = runbook.start(spec)
-                    log_path = self.log_dir / f"{spec.job_id}.log"
+                    specs = pending.popleft()
+                    run_ids = [runbook.start(spec) for spec in specs]
+                    log_path = self.log_dir / f"{specs[0].job_id}.log"
                     reader, writer = ctx.Pipe(duplex=False)
+                    name = specs[0].name if len(specs) == 1 else f"{specs[0].name}+{len(specs) - 1}"
                     process = ctx.Process(
                         target=_worker_main,
-                        args=(spec.to_json(), target, run_id, writer, os.getpid(), os.getcwd(), environ, str(log_path)),
-                        name=f"bench-{spec.name}",
+                        args=([s.to_json() for s in specs], target, run_ids, writer, os.getpid(), os.getcwd(), environ,
+                              str(log_path)),
+                        name=f"bench-{name}",
                     )  # fmt: skip
                     process.start()
                     writer.close()
-                    self._running[spec.job_id] = _Running(spec, run_id, process, reader, time.monotonic(), log_path)
-                    yield JobStarted(spec, run_id)
+                    job = _Running(specs, run_ids, process, reader, time.monotonic(), log_path)
+                    self._running[job.key] = job
+                    for spec, run_id in zip(specs, run_ids):
+                        yield JobStarted(spec, run_id)
                 yield from self._wait_round()
         finally:
             self.close()
@@ -254,13 +275,13 @@ class LocalLauncher(Launcher):
             if not job.process.is_alive():
                 job.process.join()
                 yield from self._drain(job, until_eof=True)
-                yield self._finish(job, None)
+                yield from self._finish(job, None)
             elif self.timeout is not None and time.monotonic() - job.started > self.timeout:
                 self._kill(job)
                 yield from self._drain(job, until_eof=True)
-                yield self._finish(job, f"timeout after {self.timeout:g} s")
+                yield from self._finish(job, f"timeout after {self.timeout:g} s")
 
-    def _drain(self, job: _Running, until_eof: bool = False) -> Iterator[JobProgress]:
+    def _drain(self, job: _Running, until_eof: bool = False) -> Iterator[JobProgress | JobDone]:
         while job.conn_open:
             try:
                 if not job.conn.poll(0):
@@ -275,8 +296,12 @@ class LocalLauncher(Launcher):
                 return
             if kind == "progress":
                 yield JobProgress(**payload)
-            elif kind == "result":
-                job.result = result_from_dict(payload)
+            elif kind == "result":  # a job (or one seed of a batch) ended and recorded itself
+                result = result_from_dict(payload)
+                spec = next((s for s in job.specs if s.job_id == result.job_id), None)
+                if spec is not None and result.job_id not in job.results:
+                    job.results[result.job_id] = result
+                    yield JobDone(spec, result)
 
     def _kill(self, job: _Running) -> None:
         pid = job.process.pid
@@ -287,15 +312,17 @@ class LocalLauncher(Launcher):
             job.process.kill()
         job.process.join(timeout=10)
 
-    def _finish(self, job: _Running, timeout_reason: str | None) -> JobDone:
-        self._running.pop(job.spec.job_id, None)
+    def _finish(self, job: _Running, timeout_reason: str | None) -> Iterator[JobDone]:
+        """The unit's process ended: its jobs that did not report a result are recorded FAILED."""
+        self._running.pop(job.key, None)
         if job.conn_open:
             job.conn.close()
             job.conn_open = False
         wall = time.monotonic() - job.started
-        if job.result is not None:  # the worker recorded it (even a failure)
-            self._cleanup_group(job)
-            return JobDone(job.spec, job.result)
+        self._cleanup_group(job)
+        missing = [(s, r) for s, r in zip(job.specs, job.run_ids) if s.job_id not in job.results]
+        if not missing:  # the worker recorded every job (even failures)
+            return
         code = job.process.exitcode
         if timeout_reason is not None:
             reason = timeout_reason
@@ -303,12 +330,13 @@ class LocalLauncher(Launcher):
             reason = f"process died: {_signal_name(code)} (exit code {code})"
         else:
             reason = f"process exited with code {code} before reporting a result"
-        self._cleanup_group(job)
         assert self._runbook is not None
-        with contextlib.suppress(Exception):
-            self._runbook.fail(job.run_id, reason, "FAILED", _log_tail(job.log_path))
-        return JobDone(job.spec, JobResult(job.spec.job_id, job.spec.name, "FAILED", run_id=job.run_id,
-                                           wall_seconds=wall, failure_reason=reason))  # fmt: skip
+        log = _log_tail(job.log_path)
+        for spec, run_id in missing:
+            with contextlib.suppress(Exception):
+                self._runbook.fail(run_id, reason, "FAILED", log)
+            yield JobDone(spec, JobResult(spec.job_id, spec.name, "FAILED", run_id=run_id, wall_seconds=wall,
+                                          failure_reason=reason))  # fmt: skip
 
     @staticmethod
     def _cleanup_group(job: _Running) -> None:
@@ -322,7 +350,9 @@ class LocalLauncher(Launcher):
         """Kill every running job and record it KILLED (used on Ctrl-C and errors)."""
         for job in list(self._running.values()):
             self._kill(job)
-            self._running.pop(job.spec.job_id, None)
+            self._running.pop(job.key, None)
             if self._runbook is not None:
-                with contextlib.suppress(Exception):
-                    self._runbook.fail(job.run_id, "killed: bench run was interrupted", "KILLED")
+                for spec, run_id in zip(job.specs, job.run_ids):
+                    if spec.job_id not in job.results:
+                        with contextlib.suppress(Exception):
+                            self._runbook.fail(run_id, "killed: bench run was interrupted", "KILLED")

@@ -16,7 +16,9 @@ Same job ids, tracking, evaluation, resume and failure semantics as the local la
   ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
 - progress snapshots travel through a :class:`ray.util.queue.Queue` (an actor holding no CPU);
 - workers need no shared disk: they log metrics and upload artifacts through the tracking URI (an ``http://``
-  ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine).
+  ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine);
+- a seed batch (``bench run --seed-batch K``) is one Ray task asking for ``--cpus-per-job``/``--gpus-per-job``
+  as a whole (:func:`ray_batch`); each of its jobs claims its own run and yields its own events.
 
 Without an address a local Ray instance is started (``ray.init(num_cpus=...)``) and shut down at the end; a Ray
 already initialised in this process (a test's cluster) is used as it is. Ray is the optional extra
@@ -37,11 +39,19 @@ from typing import Any
 
 from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.jobs import JobSpec
-from lit_sb3.zoo.launchers.base import JobDone, JobStarted, Launcher, LaunchEvent, RunBook
+from lit_sb3.zoo.launchers.base import JobDone, JobStarted, JobUnit, Launcher, LaunchEvent, RunBook, job_units
 from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
 from lit_sb3.zoo.tracking import TrackingTarget
 
-__all__ = ["RayLauncher", "import_ray", "check_ray_address", "connect_ray", "ATTEMPT_TAG", "DEFAULT_MAX_RETRIES"]
+__all__ = [
+    "RayLauncher",
+    "import_ray",
+    "check_ray_address",
+    "connect_ray",
+    "ray_batch",
+    "ATTEMPT_TAG",
+    "DEFAULT_MAX_RETRIES",
+]
 
 ATTEMPT_TAG = "lit_sb3.attempt"
 DEFAULT_MAX_RETRIES = 3
@@ -169,17 +179,44 @@ def ray_job(spec_json: str, target: TrackingTarget, run_id: str, queue: Any) -> 
     return run_job(spec, target, run_id=run_id, progress=progress).to_dict()
 
 
+def ray_batch(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], queue: Any) -> list[dict[str, Any]]:
+    """Body of the Ray task of a seed batch: each job claims its run, then all train together
+    (:func:`lit_sb3.zoo.worker.batch.run_batch`); returns the result dicts, in order.
+
+    Args:
+        spec_jsons: the jobs (:meth:`JobSpec.to_json`).
+        target: where to log.
+        run_ids: their runs created by the launcher.
+        queue: the progress queue (None: no progress).
+    """
+    from lit_sb3.zoo.worker.batch import run_batch
+
+    specs = [JobSpec.from_json(text) for text in spec_jsons]
+    run_ids = [claim_run(spec, target, run_id) for spec, run_id in zip(specs, run_ids)]
+    for spec, run_id in zip(specs, run_ids):
+        _send(queue, ("started", spec.job_id, run_id, time.time()))
+
+    def progress(p: JobProgress) -> None:
+        _send(queue, ("progress", asdict(p)))
+
+    return [r.to_dict() for r in run_batch(specs, target, run_ids=run_ids, progress=progress)]
+
+
 # ---------------------------------------------------------------------------------------------------------
 # driver side
 # ---------------------------------------------------------------------------------------------------------
 @dataclass
 class _InFlight:
-    spec: JobSpec
-    run_id: str
+    specs: list[JobSpec]
+    run_ids: list[str]
     ref: Any
     submitted: float
     started: float | None = None
     cancelled: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.specs[0].job_id
 
 
 def _first_line(exc: BaseException) -> str:
@@ -258,11 +295,11 @@ class RayLauncher(Launcher):
         return self._max_workers
 
     # -- running -------------------------------------------------------------------------------------------
-    def submit(self, jobs: Sequence[JobSpec], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
+    def submit(self, jobs: Sequence[JobUnit], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
         """Run ``jobs`` as Ray tasks (see :class:`~lit_sb3.zoo.launchers.base.Launcher`).
 
         Args:
-            jobs: the jobs.
+            jobs: the jobs and seed batches (a batch is one task).
             target: where the workers log.
             runbook: creates/ends the runs.
         """
@@ -272,21 +309,28 @@ class RayLauncher(Launcher):
         self.connect()
         slots = self.max_workers
         self._runbook, self._target = runbook, target
-        remote = ray.remote(ray_job)
+        remote, remote_batch = ray.remote(ray_job), ray.remote(ray_batch)
         options = {"num_cpus": self.cpus_per_job, "num_gpus": self.gpus_per_job, "max_retries": self.max_retries,
                    "retry_exceptions": False}  # fmt: skip
         self._queue = Queue(actor_options={"num_cpus": 0})
-        pending = deque(jobs)
+        pending = deque(job_units(jobs))
         try:
             while pending or self._running:
                 while pending and len(self._running) < slots:
-                    spec = pending.popleft()
-                    run_id = runbook.start(spec)
-                    ref = remote.options(name=f"bench-{spec.name}", **options).remote(
-                        spec.to_json(), target, run_id, self._queue
-                    )
-                    self._running[spec.job_id] = _InFlight(spec, run_id, ref, time.monotonic())
-                    yield JobStarted(spec, run_id)
+                    specs = pending.popleft()
+                    run_ids = [runbook.start(spec) for spec in specs]
+                    if len(specs) == 1:
+                        ref = remote.options(name=f"bench-{specs[0].name}", **options).remote(
+                            specs[0].to_json(), target, run_ids[0], self._queue
+                        )
+                    else:
+                        ref = remote_batch.options(name=f"bench-{specs[0].name}+{len(specs) - 1}", **options).remote(
+                            [s.to_json() for s in specs], target, run_ids, self._queue
+                        )
+                    job = _InFlight(specs, run_ids, ref, time.monotonic())
+                    self._running[job.key] = job
+                    for spec, run_id in zip(specs, run_ids):
+                        yield JobStarted(spec, run_id)
                 yield from self._wait_round()
         finally:
             self.close()
@@ -303,9 +347,11 @@ class RayLauncher(Launcher):
             for item in items:
                 if item[0] == "progress":
                     yield JobProgress(**item[1])
-                elif item[0] == "started" and item[1] in self._running:
-                    job = self._running[item[1]]
-                    job.run_id, job.started = item[2], time.monotonic()
+                elif item[0] == "started":
+                    for job in self._running.values():
+                        if item[1] in (ids := [s.job_id for s in job.specs]):
+                            job.run_ids[ids.index(item[1])] = item[2]
+                            job.started = job.started or time.monotonic()
 
     def _wait_round(self) -> Iterator[LaunchEvent]:
         import ray
@@ -316,7 +362,7 @@ class RayLauncher(Launcher):
         done = set(ready)
         for job in list(self._running.values()):
             if job.ref in done:
-                yield self._finish(job)
+                yield from self._finish(job)
             elif self.timeout is not None and job.cancelled is None:
                 since = job.started if job.started is not None or self._queue_ok else job.submitted
                 if since is not None and time.monotonic() - since > self.timeout:
@@ -324,15 +370,18 @@ class RayLauncher(Launcher):
                     with contextlib.suppress(Exception):
                         ray.cancel(job.ref, force=True)
 
-    def _finish(self, job: _InFlight) -> JobDone:
+    def _finish(self, job: _InFlight) -> Iterator[JobDone]:
         import ray
 
-        self._running.pop(job.spec.job_id, None)
+        self._running.pop(job.key, None)
         wall = time.monotonic() - (job.started or job.submitted)
         try:
-            result = result_from_dict(ray.get(job.ref))
+            value = ray.get(job.ref)
+            results = [result_from_dict(d) for d in (value if isinstance(value, list) else [value])]
             if job.cancelled is None:
-                return JobDone(job.spec, result)
+                for spec, result in zip(job.specs, results):
+                    yield JobDone(spec, result)
+                return
             reason = job.cancelled  # it ended just as it was cancelled: the timeout wins, as locally
         except ray.exceptions.TaskCancelledError:
             reason = job.cancelled or "cancelled"
@@ -341,30 +390,38 @@ class RayLauncher(Launcher):
             reason = job.cancelled or _first_line(cause)
         except ray.exceptions.RayError as exc:  # worker/node lost more often than max_retries, OOM-killed, ...
             reason = job.cancelled or f"Ray worker lost ({self.max_retries} retries used): {_first_line(exc)}"
-        run_id = self._end_open_runs(job, reason, "FAILED")
-        return JobDone(job.spec, JobResult(job.spec.job_id, job.spec.name, "FAILED", run_id=run_id,
-                                           wall_seconds=wall, failure_reason=reason))  # fmt: skip
+        for spec, run_id in zip(job.specs, job.run_ids):
+            latest = self._end_open_runs(spec, run_id, reason, "FAILED")
+            yield JobDone(spec, JobResult(spec.job_id, spec.name, "FAILED", run_id=latest, wall_seconds=wall,
+                                          failure_reason=reason))  # fmt: skip
 
-    def _end_open_runs(self, job: _InFlight, reason: str, status: str) -> str:
-        """End every RUNNING run of the job (the launcher's and any retry's); returns the latest run id."""
+    def _end_open_runs(self, spec: JobSpec, run_id: str, reason: str, status: str) -> str:
+        """End every RUNNING run of the job (the launcher's and any retry's); returns the latest run id.
+
+        Args:
+            spec: the job.
+            run_id: its run as last known.
+            reason: the failure reason.
+            status: ``FAILED`` or ``KILLED``.
+        """
         assert self._runbook is not None
-        latest = job.run_id
-        ids = [job.run_id]
+        latest = run_id
+        ids = [run_id]
         if self._target is not None and self._target.experiment_id is not None:
             with contextlib.suppress(Exception):
                 from lit_sb3.zoo.tracking import connect
 
                 store = connect(self._target)
-                parent = store.get_run(job.run_id).data.tags.get("mlflow.parentRunId")
-                runs = store.job_attempts(job.spec.job_id, parent)
+                parent = store.get_run(run_id).data.tags.get("mlflow.parentRunId")
+                runs = store.job_attempts(spec.job_id, parent)
                 runs.sort(key=lambda r: r.info.start_time or 0)
                 ids = [r.info.run_id for r in runs if r.info.status == "RUNNING"]
                 if runs:
                     latest = runs[-1].info.run_id
-        for run_id in ids:
+        for open_id in ids:
             with contextlib.suppress(Exception):
-                if self._runbook.status(run_id) == "RUNNING":
-                    self._runbook.fail(run_id, reason, status)
+                if self._runbook.status(open_id) == "RUNNING":
+                    self._runbook.fail(open_id, reason, status)
         return latest
 
     def close(self) -> None:
@@ -374,11 +431,12 @@ class RayLauncher(Launcher):
             with contextlib.suppress(Exception):
                 ray.cancel(job.ref, force=True)
         for job in list(self._running.values()):
-            self._running.pop(job.spec.job_id, None)
+            self._running.pop(job.key, None)
             with contextlib.suppress(Exception):
                 ray.wait([job.ref], timeout=10)
-            with contextlib.suppress(Exception):
-                self._end_open_runs(job, "killed: bench run was interrupted", "KILLED")
+            for spec, run_id in zip(job.specs, job.run_ids):
+                with contextlib.suppress(Exception):
+                    self._end_open_runs(spec, run_id, "killed: bench run was interrupted", "KILLED")
         if self._queue is not None:
             with contextlib.suppress(Exception):
                 self._queue.shutdown()

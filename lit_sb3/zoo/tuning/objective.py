@@ -2,7 +2,11 @@
 
 One trial = one MLflow run (tag ``lit_sb3.run_type=trial``, child of the study's run) with one child run per seed
 (``lit_sb3.run_type=trial_seed``), each trained by :func:`lit_sb3.zoo.runner.run_job`. Seeds ``0..K-1`` run one
-after the other (the same seeds for every trial: trials are compared on common random numbers).
+after the other (the same seeds for every trial: trials are compared on common random numbers). With
+``--seed-batch B`` (an algorithm with a seed-batched version) up to ``B`` seeds at a time train together as one
+seed batch (:func:`lit_sb3.zoo.worker.batch.run_batch`), each still with its own seed run; the trial reports once
+per evaluation of the batch: the mean over the batch's seeds (and the seeds before it), at the grid step of the
+batch's first seed (so the pruner's warm-up counts as for seed-by-seed trials); a pruned trial stops the batch.
 
 Objective value (maximised):
 
@@ -63,6 +67,7 @@ class TuneSettings:
         parent_run_id: the study invocation's MLflow run.
         device: torch device of the jobs.
         n_evaluations: evaluations reported per seed (0: every periodic evaluation).
+        seed_batch: seeds of a trial trained together as one seed batch (1: one after the other).
     """
 
     algo: str
@@ -86,6 +91,7 @@ class TuneSettings:
     parent_run_id: str | None
     device: str = "cpu"
     n_evaluations: int = 0
+    seed_batch: int = 1
 
 
 def override_text(value: Any) -> str:
@@ -166,6 +172,17 @@ class Objective:
                       eval_episodes=str(s.eval_episodes))  # fmt: skip
         return self.store.create_run("trial", f"trial-{trial.number}", tags, s.parent_run_id, params)
 
+    def _seed_chunks(self, jobs: list[Any]) -> list[list[Any]]:
+        """The trial's seeds in the order they run: seed batches of at most ``seed_batch`` (when the sampled
+        config can be batched), else one by one."""
+        size = self.settings.seed_batch
+        if size > 1 and len(jobs) > 1:
+            from lit_sb3.zoo.worker.batch import batch_refusal
+
+            if batch_refusal(jobs[0]) is None:
+                return [jobs[i : i + size] for i in range(0, len(jobs), size)]
+        return [[job] for job in jobs]
+
     def _end(self, run_id: str, state: str, status: str, metrics: Mapping[str, float],
              extra_tags: Mapping[str, str] | None = None) -> None:  # fmt: skip
         self.store.set_tags(run_id, {STATE_TAG: state, **(extra_tags or {})})
@@ -216,29 +233,48 @@ class Objective:
         scores: list[float] = []
         env_steps = 0
         try:
-            for k, spec in enumerate(jobs):
-                seed_run = tracking.create_job_run(spec, run_id, self._env_tags, run_type="trial_seed", tags={
-                    "lit_sb3.study_name": s.study_name, "lit_sb3.trial_number": str(trial.number),
-                    "lit_sb3.seed_index": str(k),
-                })  # fmt: skip
-                reporter = TrialReporter(trial, k, s.n_timesteps, s.eval_freq, curves, s.n_evaluations or None)
-                result = run_job(spec, s.tracking, run_id=seed_run, on_evaluation=reporter, stopped_status="KILLED")
-                env_steps += int(result.env_steps)
-                if result.status != "FINISHED" and reporter.pruned_at is None:
-                    reason = result.failure_reason or f"seed {spec.seed} ended {result.status}"
-                    tracking.set_tags(seed_run, {STATE_TAG: "failed"})
-                    raise TrialFailed(f"seed {spec.seed}: {reason}")
+            k = 0
+            for chunk in self._seed_chunks(jobs):
+                seed_runs = [
+                    tracking.create_job_run(spec, run_id, self._env_tags, run_type="trial_seed", tags={
+                        "lit_sb3.study_name": s.study_name, "lit_sb3.trial_number": str(trial.number),
+                        "lit_sb3.seed_index": str(k + j),
+                    })
+                    for j, spec in enumerate(chunk)
+                ]  # fmt: skip
+                siblings: list[list[float]] = [[] for _ in chunk[1:]]  # the batch's seeds before its last one
+                # a batch reports the mean over its seeds (and the seeds before it) at its first seed's grid step
+                reporter = TrialReporter(
+                    trial, k, s.n_timesteps, s.eval_freq, curves + siblings, s.n_evaluations or None
+                )
+                if len(chunk) == 1:
+                    results = [run_job(chunk[0], s.tracking, run_id=seed_runs[0], on_evaluation=reporter,
+                                       stopped_status="KILLED")]  # fmt: skip
+                else:
+                    from lit_sb3.zoo.worker.batch import run_batch
+
+                    hooks = [[_recorder(values)] for values in siblings] + [[reporter]]
+                    results = run_batch(chunk, s.tracking, run_ids=seed_runs, seed_hooks=hooks, stopped_status="KILLED")
+                env_steps += sum(int(r.env_steps) for r in results)
+                for spec, seed_run, result in zip(chunk, seed_runs, results):
+                    if result.status != "FINISHED" and reporter.pruned_at is None:
+                        reason = result.failure_reason or f"seed {spec.seed} ended {result.status}"
+                        tracking.set_tags(seed_run, {STATE_TAG: "failed"})
+                        raise TrialFailed(f"seed {spec.seed}: {reason}")
                 if reporter.pruned_at is not None:
-                    tracking.set_tags(seed_run, {STATE_TAG: "pruned"})
+                    for seed_run in seed_runs:
+                        tracking.set_tags(seed_run, {STATE_TAG: "pruned"})
                     trial.set_user_attr("env_steps", env_steps)
                     trial.set_user_attr("pruned_at_step", reporter.pruned_at)
                     self._end(run_id, "pruned", "KILLED",
                               {"trial/env_steps": env_steps, "trial/last_reported": reporter.last_reported},
                               {"lit_sb3.pruned_at_step": str(reporter.pruned_at)})  # fmt: skip
-                    raise optuna.TrialPruned(f"pruned at step {reporter.pruned_at} (seed {spec.seed})")
-                tracking.set_tags(seed_run, {STATE_TAG: "complete"})
-                curves.append([float(v) for _, v in result.evaluations])
-                scores.append(float(result.score))
+                    raise optuna.TrialPruned(f"pruned at step {reporter.pruned_at} (seed {chunk[-1].seed})")
+                for seed_run, result in zip(seed_runs, results):
+                    tracking.set_tags(seed_run, {STATE_TAG: "complete"})
+                    curves.append([float(v) for _, v in result.evaluations])
+                    scores.append(float(result.score))
+                k += len(chunk)
             value = objective_value(s.objective, curves, scores)
             if not math.isfinite(value):
                 raise TrialFailed(f"objective is {value}")
@@ -269,6 +305,16 @@ class Objective:
         metrics.update({f"trial/seed_{k}_score": v for k, v in enumerate(scores)})
         self._end(run_id, "complete", "FINISHED", metrics)
         return value
+
+
+def _recorder(values: list[float]) -> Any:
+    """An evaluation hook that keeps a seed's evaluation returns in ``values`` (the seeds of a batch before the
+    one that reports)."""
+
+    def record(step: int, mean_reward: float) -> None:
+        values.append(float(mean_reward))
+
+    return record
 
 
 def _check_grid(s: TuneSettings, spec: Any) -> None:

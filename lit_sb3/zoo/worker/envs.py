@@ -7,7 +7,7 @@ from typing import Any
 
 from lit_sb3.zoo.jobs import JobSpec
 
-__all__ = ["build_env", "build_model", "import_path"]
+__all__ = ["build_env", "build_model", "import_path", "model_arguments"]
 
 
 def import_path(path: str) -> Any:
@@ -56,8 +56,9 @@ def build_env(spec: JobSpec, *, evaluation: bool = False) -> Any:
     return env
 
 
-def build_model(spec: JobSpec, action_space: Any) -> Any:
-    """The algorithm object of a job (action noise built for the action space's size).
+def model_arguments(spec: JobSpec, action_space: Any) -> tuple[type, Any, dict[str, Any]]:
+    """The algorithm class of a job, its policy and its constructor keywords (action noise built for the
+    action space's size; ``seed``, ``device`` and ``verbose=0`` included).
 
     Args:
         spec: the job.
@@ -72,4 +73,15 @@ def build_model(spec: JobSpec, action_space: Any) -> Any:
     if noise is not None:
         kwargs["action_noise"] = build_action_noise(noise, int(action_space.shape[0]))
     kwargs.update(seed=spec.seed, device=spec.device, verbose=0)
-    return get_algo_class(spec.algo)(cfg.policy, **kwargs)
+    return get_algo_class(spec.algo), cfg.policy, kwargs
+
+
+def build_model(spec: JobSpec, action_space: Any) -> Any:
+    """The algorithm object of a job (action noise built for the action space's size).
+
+    Args:
+        spec: the job.
+        action_space: the train env's action space.
+    """
+    cls, policy, kwargs = model_arguments(spec, action_space)
+    return cls(policy, **kwargs)

@@ -1,0 +1,339 @@
+"""Seed batching (issue 17): throughput and learning equivalence of K seeds batched in one process vs K separate runs.
+
+``throughput``: aggregate env steps/s of K seeds trained by one ``SeedBatch`` process against K separate
+single-seed processes started together on the same cores (every process: one torch thread, CPU). Each process
+builds its model(s) and env(s), then waits at a barrier; only ``fit`` is timed (imports and construction are
+not), and the aggregate is ``K * steps / (last fit end - first fit start)``; the same steps per CPU second (process
+CPU time of the fits, summed over the processes) is printed beside it: on a machine loaded by others the scheduler
+gives 8 processes a larger share of the cores than 1, so the wall ratio understates what batching saves and the
+CPU-time ratio (the work done per env step) is the figure to read there. Batched and separate runs alternate
+(pair by pair), the load average is printed with each pair, and the ratio of every pair and their median are
+printed: on a shared machine read the ratios, not the absolute figures.
+
+``equivalence``: N seeds batched vs the same N seeds run separately (a pool of worker processes), both scored by a
+final deterministic evaluation (``--eval-episodes`` episodes on an env seeded ``seed + 10_000``); printed side by
+side with P(batched > separate) and its 95 % stratified-bootstrap CI (:func:`lit_sb3.zoo.stats.improvement_intervals`;
+0.5 = no difference). A batched seed uses the same initial weights, env seeds and torch streams as its separate run
+(PPO/A2C retrace it up to float reassociation; the off-policy batches share one minibatch-index generator), so the
+two columns should agree in distribution.
+
+Usage::
+
+    python benchmarks/bench_seed_batch.py throughput                          # K=8, PPO A2C DQN SAC TD3, 2 pairs
+    python benchmarks/bench_seed_batch.py throughput --algos ppo,sac --pairs 3 --k 8
+    python benchmarks/bench_seed_batch.py equivalence                         # PPO CartPole + SAC Pendulum, 10 seeds
+    python benchmarks/bench_seed_batch.py equivalence --algos ppo --seeds 10 --timesteps 30000 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# algo -> (env id, constructor kwargs, env steps per seed) for the throughput runs: SB3 defaults except the buffer
+# sizes (1e6 transitions x 8 seeds does not fit this machine's share) and PPO's n_steps (several rollouts per run)
+THROUGHPUT: dict[str, tuple[str, dict[str, Any], int]] = {
+    "ppo": ("CartPole-v1", dict(n_steps=256), 2048),
+    "a2c": ("CartPole-v1", dict(), 2000),
+    "dqn": ("CartPole-v1", dict(buffer_size=50_000, learning_starts=100), 3000),
+    "sac": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 400),
+    "td3": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 500),
+}
+
+# algo -> (env id, n_envs per seed, constructor kwargs, default env steps per seed) for the equivalence runs: the RL
+# Zoo's CartPole PPO and Pendulum SAC settings (zoo_configs/), with budgets that run here in minutes
+EQUIVALENCE: dict[str, tuple[str, int, dict[str, Any], int]] = {
+    "ppo": (
+        "CartPole-v1",
+        8,
+        dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=1e-3),
+        30_000,
+    ),
+    "sac": ("Pendulum-v1", 1, dict(learning_rate=1e-3, buffer_size=50_000), 5_000),
+}
+
+
+def _classes() -> dict[str, Any]:
+    from lit_sb3 import A2C, DQN, PPO, SAC, TD3
+
+    return {"ppo": PPO, "a2c": A2C, "dqn": DQN, "sac": SAC, "td3": TD3}
+
+
+def _quiet() -> None:
+    import logging
+
+    warnings.filterwarnings("ignore")
+    logging.getLogger("lightning").setLevel(logging.ERROR)
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    logging.getLogger("lit_sb3").setLevel(logging.ERROR)
+
+
+# ----------------------------------------------------------------------
+# Throughput
+# ----------------------------------------------------------------------
+
+
+def _worker(args: argparse.Namespace) -> None:
+    """One timed process: builds the model (batched over ``--seeds`` or a single seed), waits for the go file,
+    fits, writes ``{"start", "end", "steps"}`` to ``--out``."""
+    import torch as th
+
+    th.set_num_threads(1)
+    _quiet()
+    from lit_sb3 import RLEnvDataModule, RLTrainer
+    from lit_sb3.algorithms.seed_batch import SeedBatch
+    from lit_sb3.vec_env import make_vec_env
+
+    env_id, kwargs, steps = THROUGHPUT[args.algo]
+    cls = _classes()[args.algo]
+    seeds = [int(s) for s in args.seeds.split(",")]
+    envs = [make_vec_env(env_id, n_envs=1, seed=s) for s in seeds]
+    if args.batched:
+        model = SeedBatch(cls, seeds=seeds, device="cpu", **kwargs)
+        datamodule = RLEnvDataModule(train_env=envs)
+    else:
+        model = cls("MlpPolicy", seed=seeds[0], device="cpu", **kwargs)
+        datamodule = RLEnvDataModule(train_env=envs[0])
+    trainer = RLTrainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    Path(args.out + ".ready").touch()
+    parent = os.getppid()
+    while not Path(args.go).exists():
+        if os.getppid() != parent:  # the benchmark was stopped: do not wait forever
+            sys.exit(1)
+        time.sleep(0.01)
+    start, cpu = time.time(), time.process_time()
+    trainer.fit(model, datamodule=datamodule)
+    end, cpu = time.time(), time.process_time() - cpu
+    Path(args.out).write_text(json.dumps({"start": start, "end": end, "cpu": cpu, "steps": int(model.num_timesteps)}))
+
+
+def _run_group(algo: str, seed_groups: list[list[int]], batched: bool) -> tuple[float, float]:
+    """Start one process per group, release them together; aggregate env steps per wall second and per CPU second
+    (summed over the group's processes) of the fits."""
+    with tempfile.TemporaryDirectory() as tmp:
+        go = os.path.join(tmp, "go")
+        outs = [os.path.join(tmp, f"out{i}.json") for i in range(len(seed_groups))]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "_worker",
+                    "--algo",
+                    algo,
+                    "--seeds",
+                    ",".join(map(str, group)),
+                    "--out",
+                    out,
+                    "--go",
+                    go,
+                ]
+                + (["--batched"] if batched else []),
+                env=env,
+            )
+            for group, out in zip(seed_groups, outs)
+        ]
+        while not all(Path(out + ".ready").exists() for out in outs):
+            if any(p.poll() not in (None, 0) for p in procs):
+                raise RuntimeError(f"a {algo} worker failed to start")
+            time.sleep(0.05)
+        Path(go).touch()
+        for p in procs:
+            if p.wait() != 0:
+                raise RuntimeError(f"a {algo} worker failed (exit {p.returncode})")
+        results = [json.loads(Path(out).read_text()) for out in outs]
+    steps = sum(r["steps"] * (len(g) if batched else 1) for r, g in zip(results, seed_groups))
+    wall = max(r["end"] for r in results) - min(r["start"] for r in results)
+    return steps / wall, steps / sum(r["cpu"] for r in results)
+
+
+def throughput(args: argparse.Namespace) -> dict[str, Any]:
+    seeds = list(range(args.k))
+    table: dict[str, Any] = {}
+    print(
+        f"throughput: K={args.k} seeds, batched (1 process) vs separate ({args.k} processes), {args.pairs} pairs, "
+        f"{os.cpu_count()} CPUs, 1 torch thread per process"
+    )
+    for algo in args.algos:
+        env_id, kwargs, steps = THROUGHPUT[algo]
+        print(f"{algo.upper()} {env_id} {kwargs or 'defaults'}, {steps} env steps per seed")
+        ratios, cpu_ratios = [], []
+        for pair in range(args.pairs):
+            load = os.getloadavg()[0]
+            batched, batched_cpu = _run_group(algo, [seeds], batched=True)
+            separate, separate_cpu = _run_group(algo, [[s] for s in seeds], batched=False)
+            ratios.append(batched / separate)
+            cpu_ratios.append(batched_cpu / separate_cpu)
+            print(
+                f"  pair {pair}: wall: batched {batched:6.0f} env steps/s | separate {separate:6.0f} | "
+                f"{ratios[-1]:.2f}x || CPU time: batched {batched_cpu:6.0f} env steps/CPU-s | separate "
+                f"{separate_cpu:6.0f} | {cpu_ratios[-1]:.2f}x || load {load:.1f} -> {os.getloadavg()[0]:.1f}"
+            )
+        table[algo] = {
+            "env": env_id,
+            "steps_per_seed": steps,
+            "wall_ratios": ratios,
+            "cpu_ratios": cpu_ratios,
+            "median_wall": statistics.median(ratios),
+            "median_cpu": statistics.median(cpu_ratios),
+        }
+        print(f"  median ratio: wall {statistics.median(ratios):.2f}x, CPU time {statistics.median(cpu_ratios):.2f}x")
+    return table
+
+
+# ----------------------------------------------------------------------
+# Learning equivalence
+# ----------------------------------------------------------------------
+
+
+def _evaluate(model: Any, env_id: str, seed: int, episodes: int) -> float:
+    from lit_sb3.core.evaluation import evaluate_policy
+    from lit_sb3.vec_env import make_vec_env
+
+    eval_env = make_vec_env(env_id, n_envs=1, seed=seed + 10_000)
+    mean_return, _ = evaluate_policy(model, eval_env, n_eval_episodes=episodes, deterministic=True)
+    eval_env.close()
+    return float(mean_return)
+
+
+def _separate_run(algo: str, seed: int, timesteps: int, episodes: int) -> float:
+    import torch as th
+
+    th.set_num_threads(1)
+    _quiet()
+    from lit_sb3 import RLEnvDataModule, RLTrainer
+    from lit_sb3.vec_env import make_vec_env
+
+    env_id, n_envs, kwargs, _ = EQUIVALENCE[algo]
+    model = _classes()[algo]("MlpPolicy", seed=seed, device="cpu", **kwargs)
+    RLTrainer(max_steps=timesteps, logger=False, enable_checkpointing=False, enable_progress_bar=False).fit(
+        model, datamodule=RLEnvDataModule(train_env=make_vec_env(env_id, n_envs=n_envs, seed=seed))
+    )
+    return _evaluate(model, env_id, seed, episodes)
+
+
+def _batched_run(algo: str, seeds: list[int], timesteps: int, episodes: int) -> list[float]:
+    import torch as th
+
+    th.set_num_threads(1)
+    _quiet()
+    from lit_sb3 import RLEnvDataModule, RLTrainer
+    from lit_sb3.algorithms.seed_batch import SeedBatch
+    from lit_sb3.vec_env import make_vec_env
+
+    env_id, n_envs, kwargs, _ = EQUIVALENCE[algo]
+    batch = SeedBatch(_classes()[algo], seeds=seeds, device="cpu", **kwargs)
+    envs = [make_vec_env(env_id, n_envs=n_envs, seed=s) for s in seeds]
+    RLTrainer(max_steps=timesteps, logger=False, enable_checkpointing=False, enable_progress_bar=False).fit(
+        batch, datamodule=RLEnvDataModule(train_env=envs)
+    )
+    if batch.failed:
+        print(f"  failed seeds: {batch.failed}")
+    return [_evaluate(batch.member(i), env_id, s, episodes) for i, s in enumerate(seeds)]
+
+
+def equivalence(args: argparse.Namespace) -> dict[str, Any]:
+    from lit_sb3.zoo.stats import improvement_intervals
+
+    seeds = list(range(args.seed_offset, args.seed_offset + args.seeds))
+    table: dict[str, Any] = {}
+    for algo in args.algos:
+        env_id, n_envs, kwargs, default_steps = EQUIVALENCE[algo]
+        timesteps = args.timesteps or default_steps
+        print(
+            f"equivalence: {algo.upper()} {env_id}, {len(seeds)} seeds {seeds[0]}..{seeds[-1]}, {timesteps} env steps "
+            f"per seed, n_envs={n_envs}, {kwargs}; score = mean return of {args.eval_episodes} deterministic episodes"
+        )
+        t0 = time.time()
+        with ProcessPoolExecutor(max_workers=1) as pool:  # a fresh process, one torch thread
+            batched = pool.submit(_batched_run, algo, seeds, timesteps, args.eval_episodes).result()
+        t_batched = time.time() - t0
+        t0 = time.time()
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            separate = list(
+                pool.map(
+                    _separate_run,
+                    [algo] * len(seeds),
+                    seeds,
+                    [timesteps] * len(seeds),
+                    [args.eval_episodes] * len(seeds),
+                )
+            )
+        t_separate = time.time() - t0
+        for s, b, r in zip(seeds, batched, separate):
+            print(f"  seed {s:3d}: batched {b:9.1f} | separate {r:9.1f}")
+        interval = improvement_intervals(
+            {"batched": np.asarray(batched)[:, None], "separate": np.asarray(separate)[:, None]}, reps=args.reps, seed=0
+        )[("batched", "separate")]
+        print(
+            f"  mean ± std: batched {np.mean(batched):.1f} ± {np.std(batched):.1f} | separate "
+            f"{np.mean(separate):.1f} ± {np.std(separate):.1f}"
+        )
+        print(
+            f"  P(batched > separate) = {interval.point:.2f}  95% CI [{interval.low:.2f}, {interval.high:.2f}]  "
+            f"(wall: batched {t_batched:.0f} s in 1 process, separate {t_separate:.0f} s on {args.workers} workers)"
+        )
+        table[algo] = {
+            "env": env_id,
+            "timesteps": timesteps,
+            "seeds": seeds,
+            "batched": batched,
+            "separate": separate,
+            "p_improvement": [interval.point, interval.low, interval.high],
+            "wall_s": {"batched": t_batched, "separate": t_separate},
+        }
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    tp = sub.add_parser("throughput", help="aggregate env steps/s, K batched vs K separate processes")
+    tp.add_argument("--algos", default="ppo,a2c,dqn,sac,td3")
+    tp.add_argument("--k", type=int, default=8)
+    tp.add_argument("--pairs", type=int, default=2)
+    tp.add_argument("--json", default=None)
+    eq = sub.add_parser("equivalence", help="final returns, N seeds batched vs separate")
+    eq.add_argument("--algos", default="ppo,sac")
+    eq.add_argument("--seeds", type=int, default=10)
+    eq.add_argument("--seed-offset", type=int, default=0)
+    eq.add_argument("--timesteps", type=int, default=None, help="env steps per seed (default: per algo)")
+    eq.add_argument("--eval-episodes", type=int, default=10)
+    eq.add_argument("--workers", type=int, default=2, help="processes for the separate runs")
+    eq.add_argument("--reps", type=int, default=2000, help="bootstrap replications")
+    eq.add_argument("--json", default=None)
+    wk = sub.add_parser("_worker")
+    wk.add_argument("--algo", required=True)
+    wk.add_argument("--seeds", required=True)
+    wk.add_argument("--out", required=True)
+    wk.add_argument("--go", required=True)
+    wk.add_argument("--batched", action="store_true")
+    args = parser.parse_args(argv)
+    if args.command == "_worker":
+        _worker(args)
+        return
+    args.algos = [a.strip().lower() for a in args.algos.split(",") if a.strip()]
+    known = THROUGHPUT if args.command == "throughput" else EQUIVALENCE
+    unknown = [a for a in args.algos if a not in known]
+    if unknown:
+        parser.error(f"unknown algo {unknown[0]!r} for {args.command}; choose from {', '.join(known)}")
+    table = throughput(args) if args.command == "throughput" else equivalence(args)
+    if args.json:
+        Path(args.json).write_text(json.dumps(table, indent=2))
+
+
+if __name__ == "__main__":
+    main()
