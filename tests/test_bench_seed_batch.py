@@ -190,6 +190,23 @@ def test_diverging_seed_fails_alone(in_tmp_path: Path, mlflow_template: Path) ->
     assert grid.info.status == "FAILED" and grid.data.metrics["jobs/failed"] == 1
 
 
+def test_record_final_records_each_seed_of_a_batch(in_tmp_path: Path, mlflow_template: Path) -> None:
+    """``--record-final`` with ``--seed-batch``: each seed's final evaluation is an mp4 in its own run."""
+    imageio = pytest.importorskip("imageio")
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", *TINY_PPO, "--seeds", "2", "--seed-batch", "2", "--jobs", "1", "--record-final",
+            "--tracking-uri", uri, "--experiment", "video"]  # fmt: skip
+    assert main(argv) == 0
+    client = _client(uri)
+    for seed, run in _by_seed(uri, "video").items():
+        assert run.info.status == "FINISHED"
+        videos = [a.path for a in client.list_artifacts(run.info.run_id, "videos")]
+        assert videos == [f"videos/final-{run.data.tags['lit_sb3.job_id']}.mp4"], (seed, videos)
+        path = client.download_artifacts(run.info.run_id, videos[0], str(in_tmp_path / f"v{seed}"))
+        frames = imageio.v3.imread(path)  # CartPole's rgb_array frames: 400 x 600
+        assert frames.ndim == 4 and frames.shape[1:] == (400, 600, 3) and len(frames) >= 2
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Ray: a batch is one task
 # ---------------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ process (:func:`~lit_sb3.zoo.runner.run_job`), with one line in the job log.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import tempfile
 import time
 import traceback
@@ -185,7 +186,12 @@ class _Seed:
         self.logger: Any = None
         self.view: _SeedView | None = None
         self.callbacks: tuple[Any, Any, Any] | None = None  # (eval, hook, progress)
+        self.video_dir: Path | None = None  # --record-final: where the eval env records the final evaluation
         self.ended = False
+
+    def recording(self) -> tuple[Any, Path] | None:
+        """``(recording eval env, its folder)`` for :func:`~lit_sb3.zoo.runner.finish_job`, or None."""
+        return (self.eval_env, self.video_dir) if self.video_dir is not None else None
 
     @property
     def top_callbacks(self) -> list[Any]:
@@ -303,7 +309,7 @@ def run_batch(
     """
     import torch
 
-    from lit_sb3.zoo.runner import _accelerator, finish_job, log_interval, record_failure
+    from lit_sb3.zoo.runner import _accelerator, _recording_eval_env, finish_job, log_interval, record_failure
     from lit_sb3.zoo.tracking import connect, run_environment_tags
 
     specs = list(specs)
@@ -352,7 +358,15 @@ def run_batch(
 
         for seed in seeds:
             seed.train_env = build_env(seed.spec)
-            seed.eval_env = build_env(seed.spec, evaluation=True)
+            if seed.spec.record_final:  # the evaluation at the end of the budget is recorded, as for a single job
+                seed.video_dir = Path(tempfile.mkdtemp(prefix=f"bench-video-{seed.spec.job_id}-"))
+                seed.eval_env = _recording_eval_env(
+                    seed.spec,
+                    seed.video_dir,
+                    lambda s=seed: s.view is not None and s.view.num_timesteps >= s.spec.n_timesteps,
+                )
+            else:
+                seed.eval_env = build_env(seed.spec, evaluation=True)
         cls, policy, kwargs = model_arguments(specs[0], seeds[0].train_env.action_space)
         kwargs.pop("seed")
         try:
@@ -399,7 +413,7 @@ def run_batch(
                 try:
                     finish_job(seed.spec, seed.view.member(), eval_cb, hook_cb, [seed.logger], seed.result,
                                store=store, mlflow_logger=seed.mlflow_logger, folder=Path(tmp), t_start=t_start,
-                               fit_seconds=fit_seconds, stopped_status=stopped_status)  # fmt: skip
+                               fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording())  # fmt: skip
                 except Exception as exc:  # noqa: BLE001 - this seed fails, the others are still recorded
                     record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, seed.view.num_timesteps)
                 report(seed)
@@ -420,6 +434,8 @@ def run_batch(
                 if env is not None:
                     with contextlib.suppress(Exception):
                         env.close()
+            if seed.video_dir is not None:
+                shutil.rmtree(seed.video_dir, ignore_errors=True)
     if unbatched is not None:
         from lit_sb3.zoo.runner import run_job
 
