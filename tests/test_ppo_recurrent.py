@@ -301,3 +301,25 @@ def test_one_update_equals_sb3_contrib_on_the_same_rollout_and_weights():
         th.testing.assert_close(ours.policy.state_dict()[key], value, rtol=1e-5, atol=1e-6, msg=key)
     for key in ("train/value_loss", "train/policy_gradient_loss", "train/entropy_loss", "train/clip_fraction"):
         assert float(ours._log_buffer[key][0]) == pytest.approx(theirs.logger.name_to_value[key], rel=1e-5), key
+
+
+def test_lunar_lander_no_velocity_and_the_missing_box2d_error(monkeypatch):
+    """LunarLanderNoVel-v3 (Box2D, the `box2d` extra) is registered, runs and hides the velocities; without Box2D
+    making it is a one-line error naming the extra."""
+    import sys
+
+    import gymnasium as gym
+
+    pytest.importorskip("Box2D")
+    env = gym.make("LunarLanderNoVel-v3")
+    obs, _ = env.reset(seed=0)
+    for _ in range(20):
+        obs, *_ = env.step(env.action_space.sample())
+    assert obs.shape == (8,) and np.all(obs[[2, 3, 5]] == 0) and np.any(obs[[0, 1, 4]] != 0)
+    env.close()
+    monkeypatch.setitem(sys.modules, "Box2D", None)  # `import Box2D` now fails as if it were not installed
+    for name in [m for m in sys.modules if m.startswith("gymnasium.envs.box2d")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(gym.error.DependencyNotInstalled, match=r"LunarLanderNoVel-v3 needs the 'box2d' extra") as info:
+        gym.make("LunarLanderNoVel-v3")
+    assert "\n" not in str(info.value) and 'pip install "lit_sb3[box2d]"' in str(info.value)
