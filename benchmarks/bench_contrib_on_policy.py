@@ -18,7 +18,9 @@ Reading the RecurrentPPO comparison: with the same seed both libraries start fro
 seeds and the same sampled actions, and collect and update identically (tests/test_ppo_recurrent.py,
 ``test_collection_and_learn_lockstep_with_sb3_contrib``); they drift apart only by float rounding (fused Adam,
 ``foreach`` norms: ~1e-7 after a few updates) until one sampled action flips, after which the runs are independent
-draws (seed 1, traced per iteration: 2.5e-7 apart after 10 updates, no action differs until update 22, then apart; lit_sb3 with non-fused Adam alone scores 81.7 instead of 137.7 on that seed). At 20k steps the final return of a seed swings from ~70 to ~430 on such flips, so 5 seeds separate the two
+draws (seed 1, traced per iteration: 2.5e-7 apart after 10 updates, no action differs until update 22, then
+apart; lit_sb3 with non-fused Adam alone scores 81.7 instead of 137.7 on that seed). At 20k steps the final
+return of a seed swings from ~70 to ~430 on such flips, so 5 seeds separate the two
 libraries poorly; the per-seed pairs are what to compare. Runs are deterministic on one machine (same numbers on a rerun).
 
 sb3-contrib and SB3 are imported here only (never from lit_sb3). Run it nice'd on a shared machine.
