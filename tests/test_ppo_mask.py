@@ -197,6 +197,42 @@ def test_masks_asked_of_what_cannot_supply_them_is_a_one_line_error():
         MaskablePPO("MlpPolicy").learn(64, env="Pendulum-v1")
 
 
+def test_training_without_masks_as_sb3_contrib_learn_use_masking_false():
+    """sb3-contrib's ``learn(..., use_masking=False)``: every action allowed in collection and in the update (the stored
+    masks are all ones), an env without ``action_masks()`` is accepted; ``RLTrainer.fit`` gets it from
+    ``model.use_masking``; the next ``learn()`` masks again (its default, as sb3-contrib)."""
+
+    envs = [_MaskedSpaces(spaces.Discrete(7)) for _ in range(2)]
+    model = MaskablePPO("MlpPolicy", n_steps=64, batch_size=64, n_epochs=2, seed=0, policy_kwargs=NET)
+    model.learn(256, env=DummyVecEnv([lambda e=e: e for e in envs]), use_masking=False)
+    assert model.use_masking is False and sum(e.steps for e in envs) == 256
+    assert sum(e.violations for e in envs) > 30  # ~60% of the 7 actions are masked at each step: taken anyway
+    assert model.rollout_buffer.action_masks.min() == 1.0  # the update sees no mask either
+
+    def run(through_trainer: bool) -> MaskablePPO:
+        model = MaskablePPO("MlpPolicy", n_steps=64, batch_size=64, n_epochs=2, seed=0, policy_kwargs=NET)
+        env = make_vec_env("InvalidActionDiscrete-v0", n_envs=2, seed=0)
+        if through_trainer:
+            model.use_masking = False
+            RLTrainer(max_steps=256, logger=False).fit(model, datamodule=RLEnvDataModule(env))
+        else:
+            model.learn(256, env=env, use_masking=False)
+        assert model.rollout_buffer.action_masks.min() == 1.0
+        return model
+
+    learned, fitted = run(through_trainer=False), run(through_trainer=True)
+    for key, value in learned.policy.state_dict().items():
+        assert th.equal(value, fitted.policy.state_dict()[key]), key
+    # back to masks on the next learn(): no masked action taken
+    envs = [_MaskedSpaces(spaces.Discrete(7)) for _ in range(2)]
+    model.learn(128, env=DummyVecEnv([lambda e=e: e for e in envs]))
+    assert model.use_masking is True and sum(e.violations for e in envs) == 0
+    # an env that cannot give masks trains without them
+    unmasked = MaskablePPO("MlpPolicy", n_steps=64, batch_size=64, n_epochs=1, seed=0, policy_kwargs=NET)
+    unmasked.learn(128, env="CartPole-v1", use_masking=False)
+    assert unmasked.num_timesteps == 128
+
+
 def test_save_load_round_trip(tmp_path):
     model = MaskablePPO("MlpPolicy", n_steps=64, batch_size=32, n_epochs=2, seed=0, policy_kwargs=NET)
     model.learn(128, env="TicTacToe-v0")

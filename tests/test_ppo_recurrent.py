@@ -189,8 +189,10 @@ def test_checkpoint_resume_equals_uninterrupted_run(tmp_path):
 
 # the RL Zoo's CartPoleNoVel-v1 settings (zoo_configs/ppo_lstm.yml) without VecNormalize, at a small budget
 # thresholds from `benchmarks/bench_contrib_on_policy.py learn --algos ppo_lstm` (20480 steps, 8 envs, 10 evaluation
-# episodes): sb3-contrib's RecurrentPPO 96.2 / 428.3 and lit_sb3's 72.4 / 137.7 on seeds 0 / 1, lit_sb3's plain PPO
-# 36.4 / 38.0 (see the report of issue 13 for all seeds); the default-suite test runs seed 0
+# episodes; deterministic, the rerun gave the same numbers), seeds 0-4: sb3-contrib's RecurrentPPO 96.2 / 428.3 / 432.6
+# / 133.5 / 255.6 (269.2 +- 141.8), lit_sb3's 72.4 / 137.7 / 174.1 / 118.6 / 169.8 (134.5 +- 37.2), lit_sb3's plain PPO
+# 36.4 / 38.0 / 43.1 / 36.4 / 43.8 (39.5 +- 3.3). Same seed = same start as sb3-contrib (see the lockstep test below);
+# the default-suite test runs seed 0: the threshold sits below both libraries' seed-0 score, far above plain PPO's max
 RECURRENT_THRESHOLD = 60.0
 PLAIN_CEILING = 50.0
 ZOO_NOVEL = dict(n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=1e-3)
@@ -301,3 +303,102 @@ def test_one_update_equals_sb3_contrib_on_the_same_rollout_and_weights():
         th.testing.assert_close(ours.policy.state_dict()[key], value, rtol=1e-5, atol=1e-6, msg=key)
     for key in ("train/value_loss", "train/policy_gradient_loss", "train/entropy_loss", "train/clip_fraction"):
         assert float(ours._log_buffer[key][0]) == pytest.approx(theirs.logger.name_to_value[key], rel=1e-5), key
+
+
+def test_lunar_lander_no_velocity_and_the_missing_box2d_error(monkeypatch):
+    """LunarLanderNoVel-v3 (Box2D, the `box2d` extra) is registered, runs and hides the velocities; without Box2D
+    making it is a one-line error naming the extra."""
+    import sys
+
+    import gymnasium as gym
+
+    pytest.importorskip("Box2D")
+    env = gym.make("LunarLanderNoVel-v3")
+    obs, _ = env.reset(seed=0)
+    for _ in range(20):
+        obs, *_ = env.step(env.action_space.sample())
+    assert obs.shape == (8,) and np.all(obs[[2, 3, 5]] == 0) and np.any(obs[[0, 1, 4]] != 0)
+    env.close()
+    monkeypatch.setitem(sys.modules, "Box2D", None)  # `import Box2D` now fails as if it were not installed
+    for name in [m for m in sys.modules if m.startswith("gymnasium.envs.box2d")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(gym.error.DependencyNotInstalled, match=r"LunarLanderNoVel-v3 needs the 'box2d' extra") as info:
+        gym.make("LunarLanderNoVel-v3")
+    assert "\n" not in str(info.value) and 'pip install "lit_sb3[box2d]"' in str(info.value)
+
+
+def _short_novel(max_steps: int):
+    import gymnasium as gym
+
+    return lambda: gym.make("CartPoleNoVel-v1", max_episode_steps=max_steps)
+
+
+def test_collection_and_learn_lockstep_with_sb3_contrib():
+    """Collection step by step against sb3-contrib's RecurrentPPO: same weights, same env seeds, same torch seed (so
+    the same sampled actions); episodes end by termination and by time-out (bootstrapped with the critic's LSTM
+    state after the step), so resets happen inside the rollouts. Every buffer field (observations, actions, rewards,
+    episode starts, values, log-probabilities, the four stored LSTM states, advantages, returns) and the weights
+    after each update must match; then whole learn() runs from the same seed match on their parameters."""
+    import copy
+
+    contrib = pytest.importorskip("sb3_contrib")
+    from stable_baselines3.common.callbacks import CallbackList as TheirCallbacks
+    from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+
+    from lit_sb3.callbacks import CallbackList
+
+    n_envs, n_steps = 3, 48
+    kwargs = dict(
+        n_steps=n_steps, batch_size=48, n_epochs=2, gamma=0.98, gae_lambda=0.8, learning_rate=1e-3,
+        policy_kwargs=dict(SMALL, ortho_init=False, enable_critic_lstm=True),
+    )  # fmt: skip
+    theirs = contrib.RecurrentPPO("MlpLstmPolicy", sb3_make_vec_env(_short_novel(15), n_envs=n_envs, seed=0), **kwargs)
+    theirs.learn(n_steps * n_envs)
+    ours = RecurrentPPO("MlpLstmPolicy", **kwargs)
+    ours.learn(n_steps * n_envs, env=make_vec_env(_short_novel(15), n_envs=n_envs, seed=0))
+    ours.policy.load_state_dict(theirs.policy.state_dict())
+    ours.policy.optimizer.load_state_dict(copy.deepcopy(theirs.policy.optimizer.state_dict()))
+    callbacks = []
+    for model, callback in ((theirs, TheirCallbacks([])), (ours, CallbackList([]))):
+        model.env.seed(123)
+        model._last_obs = model.env.reset()
+        model._last_episode_starts = np.ones(n_envs, dtype=bool)
+        for state in (*model._last_lstm_states.pi, *model._last_lstm_states.vf):
+            state.zero_()
+        callback.init_callback(model)
+        callbacks.append(callback)
+    fields = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "advantages", "returns")
+    states = ("hidden_states_pi", "cell_states_pi", "hidden_states_vf", "cell_states_vf")
+    timeouts = 0
+    for iteration in range(3):
+        for model, callback in zip((theirs, ours), callbacks, strict=True):
+            th.manual_seed(100 + iteration)
+            assert model.collect_rollouts(model.env, callback, model.rollout_buffer, n_steps)
+        want, got = theirs.rollout_buffer, ours.rollout_buffer
+        for name in fields + states:
+            a = np.asarray(getattr(want, name))
+            b = getattr(got, name)
+            b = b.cpu().numpy() if isinstance(b, th.Tensor) else np.asarray(b)
+            np.testing.assert_allclose(
+                b.reshape(a.shape), a, rtol=1e-5, atol=1e-6, err_msg=f"{name} (rollout {iteration})"
+            )
+        starts = np.asarray(want.episode_starts)
+        assert starts[1:].sum() >= n_envs  # several episodes per env inside each rollout
+        timeouts += int((np.abs(np.asarray(want.rewards) - 1.0) > 1e-6).sum())  # time-outs: 1 + gamma * V(s_T)
+        np.random.seed(7 + iteration)
+        theirs.train()
+        np.random.seed(7 + iteration)
+        ours.train()
+        for key, value in theirs.policy.state_dict().items():
+            th.testing.assert_close(ours.policy.state_dict()[key], value, rtol=1e-5, atol=1e-6, msg=key)
+    assert timeouts > 0
+
+    # whole learn() runs from the same seed: same initial weights, same env seeds, same updates
+    theirs = contrib.RecurrentPPO(
+        "MlpLstmPolicy", sb3_make_vec_env("CartPoleNoVel-v1", n_envs=n_envs, seed=0), seed=4, **kwargs
+    )
+    theirs.learn(2 * n_steps * n_envs)
+    ours = RecurrentPPO("MlpLstmPolicy", seed=4, **kwargs)
+    ours.learn(2 * n_steps * n_envs, env=make_vec_env("CartPoleNoVel-v1", n_envs=n_envs, seed=0))
+    for key, value in theirs.policy.state_dict().items():
+        th.testing.assert_close(ours.policy.state_dict()[key], value, rtol=1e-4, atol=1e-5, msg=key)

@@ -10,11 +10,15 @@ What differs from :class:`~lit_sb3.algorithms.ppo.PPO`, top to bottom:
 3. inference: ``predict(obs, action_masks=...)``; ``evaluate_policy(..., use_masking=True)`` and the library's
    EvalCallback read the masks from the evaluation env.
 
-Masks are always used in training: an env without ``action_masks()`` is refused when the fit starts.
+Training uses the masks unless told not to (sb3-contrib's ``learn(..., use_masking=False)``; through
+``RLTrainer.fit``: set ``model.use_masking = False`` first): then every action is allowed in collection and in the
+update, and the env needs no ``action_masks()``. With masks, an env without ``action_masks()`` is refused when the
+fit starts.
 """
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,7 +29,7 @@ from lit_sb3.algorithms.ppo import PPO
 from lit_sb3.buffers.maskable import MaskableDictRolloutBuffer, MaskableRolloutBuffer
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.core.masking import get_action_masks, is_masking_supported
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import MaybeCallback, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.maskable import (
     MaskableActorCriticCnnPolicy,
@@ -81,6 +85,8 @@ class MaskablePPO(PPO):
     #: ``predict`` takes ``action_masks``; evaluations read them from the env (``use_masking``)
     supports_action_masks: ClassVar[bool] = True
     policy: MaskableActorCriticPolicy
+    #: train with the env's action masks (sb3-contrib's ``learn(use_masking=...)``); set it before ``RLTrainer.fit``
+    use_masking: bool = True
 
     def __init__(
         self,
@@ -149,7 +155,7 @@ class MaskablePPO(PPO):
 
     def _prepare_fit(self) -> None:
         assert self.env is not None
-        if not is_masking_supported(self.env):
+        if self.use_masking and not is_masking_supported(self.env):
             get_action_masks(self.env)  # raises the one-line error naming the env
         if not isinstance(self.rollout_buffer, (MaskableRolloutBuffer, MaskableDictRolloutBuffer)):
             raise ValueError(
@@ -164,7 +170,7 @@ class MaskablePPO(PPO):
     def _rollout_policy_step(
         self, env: VecEnv, obs_tensor: th.Tensor | dict[str, th.Tensor]
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor, dict[str, Any]]:
-        action_masks = get_action_masks(env)
+        action_masks = get_action_masks(env) if self.use_masking else None  # None: all allowed, stored as such
         actions, values, log_probs = self.policy(obs_tensor, action_masks=action_masks)
         return actions, values, log_probs, {"action_masks": action_masks}
 
@@ -179,8 +185,46 @@ class MaskablePPO(PPO):
         return values, log_prob, entropy, rollout_data
 
     # ------------------------------------------------------------------
-    # 3. inference
+    # 3. learn (sb3-contrib's use_masking) and inference
     # ------------------------------------------------------------------
+
+    def learn(  # type: ignore[override]
+        self,
+        total_timesteps: int,
+        env: Any = None,
+        callback: MaybeCallback = None,
+        log_every_n_steps: int | None = None,
+        tb_log_name: str | None = None,
+        reset_num_timesteps: bool = True,
+        progress_bar: bool = False,
+        default_root_dir: str | pathlib.Path | None = None,
+        use_masking: bool = True,
+    ) -> MaskablePPO:
+        """Train for ``total_timesteps`` env steps (see :meth:`BaseAlgorithm.learn`), with or without the masks.
+
+        Args:
+            total_timesteps: env steps to collect.
+            env: the training env (id, gym env, callable or VecEnv); defaults to the env already attached.
+            callback: SB3-style callback(s).
+            log_every_n_steps: log interval (iterations).
+            tb_log_name: run name of the default TensorBoard logger.
+            reset_num_timesteps: reset the step counter (False continues it).
+            progress_bar: show a progress bar over env steps.
+            default_root_dir: folder for logs.
+            use_masking: sample and train under the env's action masks (False: every action allowed, as
+                sb3-contrib's ``learn(use_masking=False)``; sets :attr:`use_masking`).
+        """
+        self.use_masking = bool(use_masking)
+        return super().learn(  # type: ignore[return-value]
+            total_timesteps,
+            env=env,
+            callback=callback,
+            log_every_n_steps=log_every_n_steps,
+            tb_log_name=tb_log_name,
+            reset_num_timesteps=reset_num_timesteps,
+            progress_bar=progress_bar,
+            default_root_dir=default_root_dir,
+        )
 
     def predict(  # type: ignore[override]
         self,

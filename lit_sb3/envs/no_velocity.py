@@ -47,9 +47,23 @@ class MaskVelocityWrapper(gym.ObservationWrapper):
         return observation * self.mask
 
 
+#: the optional dependency (lit_sb3's extra) of the envs that need one
+EXTRA_OF = {"LunarLander-v3": "box2d", "LunarLanderContinuous-v3": "box2d"}
+
+
 def _no_vel_maker(env_id: str) -> Callable[..., gym.Env]:
     def make_env(render_mode: str | None = None) -> gym.Env:
-        return MaskVelocityWrapper(gym.make(env_id, render_mode=render_mode))
+        try:
+            env = gym.make(env_id, render_mode=render_mode)
+        except gym.error.DependencyNotInstalled as exc:
+            extra = EXTRA_OF.get(env_id)
+            if extra is None:
+                raise
+            detail = " ".join(str(exc).split())
+            raise gym.error.DependencyNotInstalled(
+                f"{no_vel_id(env_id)} needs the '{extra}' extra: pip install \"lit_sb3[{extra}]\" ({detail})"
+            ) from None
+        return MaskVelocityWrapper(env)
 
     return make_env
 
