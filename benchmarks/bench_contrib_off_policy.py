@@ -47,11 +47,13 @@ SPEED = [
     Config("crossq-halfcheetah", "CrossQ", "HalfCheetah-v5", 200, dict(learning_starts=100)),
 ]
 
-# (name, algo, env, budget, kwargs): the learning tests' settings
+# (name, algo, env, budget, kwargs): the slow learning tests' settings (tests/test_contrib_off_policy.py)
+TQC_PENDULUM = dict(learning_rate=1e-3, policy_kwargs=dict(net_arch=[64, 64]))
+CROSSQ_PENDULUM = dict(policy_delay=2, policy_kwargs=dict(net_arch=[64, 64]))
 LEARNING = [
     ("qrdqn-cartpole", "QRDQN", "CartPole-v1", 10_000, QRDQN_CARTPOLE),
-    ("tqc-pendulum", "TQC", "Pendulum-v1", 3000, dict(learning_rate=1e-3, policy_kwargs=dict(net_arch=[64, 64]))),
-    ("crossq-pendulum", "CrossQ", "Pendulum-v1", 5000, dict(policy_delay=2, policy_kwargs=dict(net_arch=[64, 64]))),
+    ("tqc-pendulum", "TQC", "Pendulum-v1", 5000, TQC_PENDULUM),
+    ("crossq-pendulum", "CrossQ", "Pendulum-v1", 5000, CROSSQ_PENDULUM),
 ]
 
 
@@ -90,6 +92,8 @@ def _speed_run(lib: str, cfg: Config, seed: int, root: str) -> tuple[float, floa
 
 def speed(args: argparse.Namespace) -> None:
     configs = [c for c in SPEED if not args.only or c.name in args.only.split(",")]
+    if args.steps is not None:
+        configs = [Config(c.name, c.algo, c.env_id, args.steps, c.kwargs) for c in configs]
     summary = []
     with tempfile.TemporaryDirectory() as root:
         # import both libraries (and lightning) before timing anything
@@ -153,6 +157,7 @@ def main() -> None:
     p_speed.add_argument("--pairs", type=int, default=3, help="sb3-contrib/lit_sb3 pairs per config")
     p_speed.add_argument("--only", type=str, default="", help=f"comma-separated: {', '.join(c.name for c in SPEED)}")
     p_speed.add_argument("--seed", type=int, default=0)
+    p_speed.add_argument("--steps", type=int, default=None, help="timed env steps per run (default: per config)")
     p_learn = sub.add_parser("learning", help="final returns side by side")
     p_learn.add_argument("--seeds", type=int, default=5)
     p_learn.add_argument("--only", type=str, default="", help=f"comma-separated: {', '.join(c[0] for c in LEARNING)}")
@@ -162,6 +167,8 @@ def main() -> None:
     unknown = [n for n in args.only.split(",") if n and n not in known]
     if unknown:
         parser.error(f"unknown config {unknown[0]!r}; known: {', '.join(sorted(known))}")
+    if args.command == "speed" and args.steps is not None and args.steps < 1:
+        parser.error(f"--steps must be >= 1, got {args.steps}")
     speed(args) if args.command == "speed" else learning(args)
 
 

@@ -12,6 +12,12 @@ n_delta 4, n_top 1, VecNormalize(norm_obs)) and Swimmer-v5 (the zoo's Swimmer-v4
 delta_std 0.01). ``--ars-envs`` sets lit_sb3's env count for ARS: 1 is sb3-contrib's setting; 2 * n_delta evaluates
 the whole population at once (the vectorised path).
 
+ARS on Swimmer (n_delta 1: two candidates per iteration, 50 iterations at 100k steps) is very seed-dependent: the
+same settings and seed gave sb3-contrib 334.7 and lit_sb3 -5.3 (seed 0), and 5-seed means of 266.0 and 171.9. The two ARS loops are the same step by step: with episodes that
+start from the same state, candidates, returns, env steps and weights agree iteration after iteration
+(``tests/test_ars.py::test_candidate_evaluation_equals_sb3_contrib_step_by_step``); what differs between the libraries
+is only which start states a seed draws (sb3-contrib resets the env once more per candidate).
+
 Run (nice'd, 1 torch thread per process)::
 
     nice -n 5 python benchmarks/bench_contrib_trpo_ars.py speed --pairs 5

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
@@ -69,13 +70,62 @@ def test_update_equals_sb3_contrib_on_injected_deltas(monkeypatch, policy):
     )
 
 
+class _SameStart(gym.Wrapper):
+    """Every reset starts from the same state (the reset seed is fixed), so that the number of resets a library
+    makes does not change which states its episodes start from."""
+
+    def reset(self, *, seed=None, options=None):
+        return self.env.reset(seed=123, options=options)
+
+
+@pytest.mark.parametrize("policy", ["MlpPolicy", "LinearPolicy"])
+def test_candidate_evaluation_equals_sb3_contrib_step_by_step(policy):
+    """The whole ARS loop against sb3-contrib's, iteration by iteration: same seed (so the same deltas), episodes
+    starting from the same state (sb3-contrib resets the env once more per candidate than lit_sb3's auto-reset
+    does; the wrapper makes that immaterial), no VecNormalize (sb3-contrib's extra resets would also add their
+    observations to the running statistics). The candidates' weights, their returns and the env steps counted agree
+    for three iterations."""
+    sb3_contrib = pytest.importorskip("sb3_contrib")
+    from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+
+    kwargs = dict(n_delta=2, n_top=1, learning_rate=0.05, delta_std=0.1, zero_policy=False)
+    if policy == "MlpPolicy":
+        kwargs["policy_kwargs"] = dict(net_arch=[8])
+    budget = 3 * 2 * 2 * 200  # 3 iterations of 2 * n_delta Pendulum episodes
+    logs: dict[str, list[tuple[th.Tensor, th.Tensor]]] = {"theirs": [], "ours": []}
+
+    def recorded(model, name):
+        evaluate = model.evaluate_candidates
+
+        def wrapper(candidate_weights, *args):
+            returns = evaluate(candidate_weights, *args)
+            logs[name].append((candidate_weights.clone(), returns.clone()))
+            return returns
+
+        return wrapper
+
+    theirs = sb3_contrib.ARS(policy, sb3_make_vec_env("Pendulum-v1", seed=0, wrapper_class=_SameStart), seed=0,
+                             **kwargs)  # fmt: skip
+    theirs.evaluate_candidates = recorded(theirs, "theirs")
+    theirs.learn(budget)
+    ours = ARS(policy, seed=0, **kwargs)
+    ours.evaluate_candidates = recorded(ours, "ours")
+    env = make_vec_env("Pendulum-v1", seed=0, wrapper_class=_SameStart)
+    RLTrainer(max_steps=budget, logger=False).fit(ours, datamodule=RLEnvDataModule(train_env=env))
+
+    assert ours.num_timesteps == theirs.num_timesteps == budget
+    assert len(logs["ours"]) == len(logs["theirs"]) == 3
+    for (w_ours, r_ours), (w_theirs, r_theirs) in zip(logs["ours"], logs["theirs"]):
+        th.testing.assert_close(w_ours, w_theirs, rtol=1e-5, atol=1e-6)
+        th.testing.assert_close(r_ours, r_theirs, rtol=1e-4, atol=1e-3)
+    th.testing.assert_close(ours.weights, theirs.weights, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("env_id", ["Pendulum-v1", "CartPole-v1"])
 @pytest.mark.parametrize(
     "policy_class, kwargs", [(ARSPolicy, dict(net_arch=[8, 8])), (ARSLinearPolicy, dict(with_bias=True))]
 )
 def test_population_forward_equals_each_candidate_alone(env_id, policy_class, kwargs):
-    import gymnasium as gym
-
     env = gym.make(env_id)
     policy = policy_class(env.observation_space, env.action_space, **kwargs)
     n_params = sum(p.numel() for p in policy.parameters())

@@ -143,8 +143,20 @@ class CrossQ(SAC):
 
     def _setup_model(self) -> None:
         super()._setup_model()
-        # BatchRenorm behaves differently in training and evaluation mode: collection must use evaluation mode
+        # BatchRenorm behaves differently in training and evaluation mode: collection must use evaluation mode.
+        # Whether any OTHER module does (a user's extractor with Dropout, say): if not, switching modes only flips
+        # the BatchRenorm flags (see _set_policy_training_mode)
+        self._other_modes_matter = self._mode_matters
         self._mode_matters = True
+
+    def _set_policy_training_mode(self, mode: bool) -> None:
+        """Training/evaluation mode: the BatchRenorm layers' flags (a list built once) rather than the recursive
+        ``policy.set_training_mode`` over every module, once per collect/update cycle, unless another module of
+        the policy depends on the mode."""
+        if self._other_modes_matter:
+            self.policy.set_training_mode(mode)
+        else:
+            _set_mode(self._all_norms, mode)
 
     def _create_aliases(self) -> None:
         self.actor = self.policy.actor
@@ -155,6 +167,7 @@ class CrossQ(SAC):
         self._actor_params = list(self.actor.parameters())
         self._actor_norms = [m for m in self.actor.modules() if isinstance(m, BatchRenorm)]
         self._critic_norms = [m for m in self.critic.modules() if isinstance(m, BatchRenorm)]
+        self._all_norms = self._actor_norms + self._critic_norms
 
     def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
         """CrossQ update: ``gradient_steps`` critic steps, the actor and entropy coefficient every ``policy_delay``.
@@ -166,7 +179,7 @@ class CrossQ(SAC):
         if isinstance(gradient_steps, bool):
             return nn.Module.train(self, gradient_steps)
         assert self.replay_buffer is not None
-        self.policy.set_training_mode(True)
+        self._set_policy_training_mode(True)
         optimizers = [self.actor.optimizer, self.critic.optimizer]
         if self.ent_coef_optimizer is not None:
             optimizers.append(self.ent_coef_optimizer)

@@ -7,6 +7,7 @@ those of the concatenated batch, per critic, as in sb3-contrib.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -23,58 +24,20 @@ from lit_sb3.policies.torch_layers import BaseFeaturesExtractor, EnsembleLinear,
 __all__ = ["CrossQActor", "CrossQCritic", "CrossQPolicy", "MlpPolicy"]
 
 
-def _bn_kwargs(momentum: float, eps: float, warmup_steps: int) -> dict[str, Any]:
-    return dict(momentum=momentum, eps=eps, warmup_steps=warmup_steps)
-
-
 class CrossQActor(Actor):
     """SAC's actor with a :class:`BatchRenorm` before each linear layer of its MLP and after the last one.
 
     Args:
-        observation_space: the observation space.
-        action_space: the (Box) action space.
-        net_arch: hidden sizes.
-        features_extractor: the features extractor.
-        features_dim: its output size.
-        activation_fn: activation class.
-        use_sde: gSDE exploration.
-        log_std_init: initial log-std (gSDE).
-        full_std: gSDE: one std per (feature, action).
-        use_expln: gSDE: ``expln`` instead of ``exp``.
-        clip_mean: gSDE: clip the mean.
-        normalize_images: divide uint8 images by 255.
-        batch_norm: use Batch Renormalization.
-        batch_norm_momentum: its running-statistics momentum.
-        batch_norm_eps: its epsilon.
-        renorm_warmup_steps: its BatchNorm warm-up (training-mode passes).
+        *args: :class:`~lit_sb3.policies.sac.Actor`'s arguments.
+        norm: ``norm(num_features)`` makes a normalisation layer (``partial(BatchRenorm, momentum=...)``); None:
+            none (SAC's actor).
+        **kwargs: :class:`~lit_sb3.policies.sac.Actor`'s keyword arguments.
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: list[int],
-        features_extractor: nn.Module,
-        features_dim: int,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        use_sde: bool = False,
-        log_std_init: float = -3,
-        full_std: bool = True,
-        use_expln: bool = False,
-        clip_mean: float = 2.0,
-        normalize_images: bool = True,
-        batch_norm: bool = True,
-        batch_norm_momentum: float = 0.01,
-        batch_norm_eps: float = 0.001,
-        renorm_warmup_steps: int = 100_000,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, net_arch, features_extractor, features_dim, activation_fn, use_sde,
-            log_std_init, full_std, use_expln, clip_mean, normalize_images,
-        )  # fmt: skip
-        if batch_norm:
-            norm = partial(BatchRenorm, **_bn_kwargs(batch_norm_momentum, batch_norm_eps, renorm_warmup_steps))
-            layers = create_mlp(features_dim, -1, self.net_arch, activation_fn, pre_linear_modules=[norm])  # type: ignore[list-item]
+    def __init__(self, *args: Any, norm: Callable[..., BatchRenorm] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if norm is not None:  # latent_pi again, with the normalisation layers
+            layers = create_mlp(self.features_dim, -1, self.net_arch, self.activation_fn, pre_linear_modules=[norm])  # type: ignore[list-item]
             if self.net_arch:
                 layers.append(norm(self.net_arch[-1]))
             self.latent_pi = nn.Sequential(*layers)
@@ -87,50 +50,22 @@ class CrossQCritic(ContinuousCritic):
     ``BatchRenorm, Linear(1)``.
 
     Args:
-        observation_space: the observation space.
-        action_space: the (Box) action space.
-        net_arch: hidden sizes of each critic.
-        features_extractor: the features extractor.
-        features_dim: its output size.
-        activation_fn: activation class.
-        normalize_images: divide uint8 images by 255.
-        n_critics: number of critics.
-        share_features_extractor: the extractor is the actor's.
-        batch_norm: use Batch Renormalization.
-        batch_norm_momentum: its running-statistics momentum.
-        batch_norm_eps: its epsilon.
-        renorm_warmup_steps: its BatchNorm warm-up (training-mode passes).
+        *args: :class:`~lit_sb3.policies.sac.ContinuousCritic`'s arguments.
+        norm: ``norm(num_features, n_members=n_critics)`` makes a normalisation layer; None: none.
+        **kwargs: :class:`~lit_sb3.policies.sac.ContinuousCritic`'s keyword arguments.
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: list[int],
-        features_extractor: BaseFeaturesExtractor,
-        features_dim: int,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        normalize_images: bool = True,
-        n_critics: int = 2,
-        share_features_extractor: bool = True,
-        batch_norm: bool = True,
-        batch_norm_momentum: float = 0.01,
-        batch_norm_eps: float = 0.001,
-        renorm_warmup_steps: int = 100_000,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, net_arch, features_extractor, features_dim, activation_fn,
-            normalize_images, n_critics, share_features_extractor,
-        )  # fmt: skip
-        bn = _bn_kwargs(batch_norm_momentum, batch_norm_eps, renorm_warmup_steps)
+    def __init__(self, *args: Any, norm: Callable[..., BatchRenorm] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        n_critics = self.n_critics
         layers: list[nn.Module] = []
-        dims = [features_dim + get_action_dim(action_space), *self.net_arch]
+        dims = [self.features_dim + get_action_dim(self.action_space), *self.net_arch]
         for d_in, d_out in zip(dims[:-1], dims[1:]):
-            if batch_norm:
-                layers.append(BatchRenorm(d_in, n_members=n_critics, **bn))
-            layers += [EnsembleLinear(n_critics, d_in, d_out), activation_fn()]
-        if batch_norm:
-            layers.append(BatchRenorm(dims[-1], n_members=n_critics, **bn))
+            if norm is not None:
+                layers.append(norm(d_in, n_members=n_critics))
+            layers += [EnsembleLinear(n_critics, d_in, d_out), self.activation_fn()]
+        if norm is not None:
+            layers.append(norm(dims[-1], n_members=n_critics))
         layers.append(EnsembleLinear(n_critics, dims[-1], 1))
         self.qf = nn.Sequential(*layers)
 
@@ -205,27 +140,26 @@ class CrossQPolicy(SACPolicy):
             optimizer_kwargs, n_critics, share_features_extractor,
         )  # fmt: skip
 
-    def _build(self, lr_schedule: Schedule) -> None:
-        """Create actor and critics with their optimizers (no target critics)."""
-        self.actor = self.make_actor()
-        self.actor.optimizer = self.make_optimizer(self.actor.parameters(), lr_schedule(1))
-        if self.share_features_extractor:
-            self.critic = self.make_critic(features_extractor=self.actor.features_extractor)
-            critic_parameters = [p for name, p in self.critic.named_parameters() if "features_extractor" not in name]
-        else:
-            self.critic = self.make_critic(features_extractor=None)
-            critic_parameters = list(self.critic.parameters())
-        self.critic.optimizer = self.make_optimizer(critic_parameters, lr_schedule(1))
+    def _build_critic_target(self) -> None:
+        """No target critics: CrossQ bootstraps from the current critics (SACPolicy's ``_build`` calls this)."""
 
     def make_actor(self, features_extractor: BaseFeaturesExtractor | None = None) -> CrossQActor:
         """A new actor (with a new features extractor unless one is given)."""
         kwargs = self._update_features_extractor(self.actor_kwargs, features_extractor)
-        return CrossQActor(**kwargs, **self.batch_norm_params).to(self.device)
+        return CrossQActor(**kwargs, norm=self._norm()).to(self.device)
 
     def make_critic(self, features_extractor: BaseFeaturesExtractor | None = None) -> CrossQCritic:  # type: ignore[override]
         """New critics (with a new features extractor unless one is given)."""
         kwargs = self._update_features_extractor(self.critic_kwargs, features_extractor)
-        return CrossQCritic(**kwargs, **self.batch_norm_params).to(self.device)
+        return CrossQCritic(**kwargs, norm=self._norm()).to(self.device)
+
+    def _norm(self) -> Callable[..., BatchRenorm] | None:
+        """The BatchRenorm factory of actor and critics (None without ``batch_norm``)."""
+        params = self.batch_norm_params
+        if not params["batch_norm"]:
+            return None
+        return partial(BatchRenorm, momentum=params["batch_norm_momentum"], eps=params["batch_norm_eps"],
+                       warmup_steps=params["renorm_warmup_steps"])  # fmt: skip
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return {**super()._get_constructor_parameters(), **self.batch_norm_params}

@@ -137,12 +137,16 @@ class DQNPolicy(BasePolicy):
 
     def _build(self, lr_schedule: Schedule) -> None:
         """Create the Q-network, its target and the optimizer."""
-        self.q_net = self.make_q_net()
-        self.q_net_target = self.make_q_net()
-        self.q_net_target.load_state_dict(self.q_net.state_dict())
-        self.q_net_target.requires_grad_(False)
-        self.q_net_target.set_training_mode(False)
+        self.q_net, self.q_net_target = self._make_net_and_target()
         self.optimizer = self.make_optimizer(self.q_net.parameters(), lr_schedule(1))
+
+    def _make_net_and_target(self) -> tuple[QNetwork, QNetwork]:
+        """A new network (:meth:`make_q_net`) and its target: a frozen copy, in evaluation mode."""
+        net, target = self.make_q_net(), self.make_q_net()
+        target.load_state_dict(net.state_dict())
+        target.requires_grad_(False)
+        target.set_training_mode(False)
+        return net, target
 
     def make_q_net(self) -> QNetwork:
         """A new Q-network with its own features extractor."""

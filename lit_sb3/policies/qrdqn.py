@@ -17,11 +17,10 @@ from lit_sb3.policies.base import BasePolicy, encode_constructor_parameters
 from lit_sb3.policies.dqn import DQNPolicy
 from lit_sb3.policies.torch_layers import (
     BaseFeaturesExtractor,
-    CombinedExtractor,
     FlattenExtractor,
-    NatureCNN,
     create_mlp,
 )
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = ["CnnPolicy", "MlpPolicy", "MultiInputPolicy", "QRDQNPolicy", "QuantileNetwork"]
 
@@ -138,11 +137,7 @@ class QRDQNPolicy(DQNPolicy):
     def _build(self, lr_schedule: Schedule) -> None:
         """Create the quantile network, its target and the optimizer."""
         self.net_args["n_quantiles"] = self.n_quantiles
-        self.quantile_net = self.make_q_net()
-        self.quantile_net_target = self.make_q_net()
-        self.quantile_net_target.load_state_dict(self.quantile_net.state_dict())
-        self.quantile_net_target.requires_grad_(False)
-        self.quantile_net_target.set_training_mode(False)
+        self.quantile_net, self.quantile_net_target = self._make_net_and_target()  # type: ignore[assignment]
         self.optimizer = self.make_optimizer(self.quantile_net.parameters(), lr_schedule(1))
 
     def make_q_net(self) -> QuantileNetwork:  # type: ignore[override]
@@ -170,47 +165,4 @@ class QRDQNPolicy(DQNPolicy):
 MlpPolicy = QRDQNPolicy
 
 
-class CnnPolicy(QRDQNPolicy):
-    """:class:`QRDQNPolicy` with a :class:`NatureCNN` features extractor."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Discrete,
-        lr_schedule: Schedule,
-        n_quantiles: int = 200,
-        net_arch: list[int] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, n_quantiles, net_arch, activation_fn,
-            features_extractor_class, features_extractor_kwargs, normalize_images, optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
-
-
-class MultiInputPolicy(QRDQNPolicy):
-    """:class:`QRDQNPolicy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Dict,
-        action_space: spaces.Discrete,
-        lr_schedule: Schedule,
-        n_quantiles: int = 200,
-        net_arch: list[int] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, n_quantiles, net_arch, activation_fn,
-            features_extractor_class, features_extractor_kwargs, normalize_images, optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
+CnnPolicy, MultiInputPolicy = cnn_and_multi_input_variants(QRDQNPolicy, __name__)

@@ -363,10 +363,14 @@ class SACPolicy(BasePolicy):
         else:
             self.critic = self.make_critic(features_extractor=None)
             critic_parameters = list(self.critic.parameters())
+        self._build_critic_target()
+        self.critic.optimizer = self.make_optimizer(critic_parameters, lr_schedule(1))
+
+    def _build_critic_target(self) -> None:
+        """The critic target: a frozen copy of the critic, in evaluation mode (a subclass may have none)."""
         self.critic_target = self.make_critic(features_extractor=None)
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.requires_grad_(False)
-        self.critic.optimizer = self.make_optimizer(critic_parameters, lr_schedule(1))
         self.critic_target.set_training_mode(False)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:

@@ -14,11 +14,10 @@ from lit_sb3.core.types import Schedule
 from lit_sb3.policies.sac import ContinuousCritic, SACPolicy
 from lit_sb3.policies.torch_layers import (
     BaseFeaturesExtractor,
-    CombinedExtractor,
     FlattenExtractor,
-    NatureCNN,
     create_ensemble_mlp,
 )
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = ["CnnPolicy", "MlpPolicy", "MultiInputPolicy", "QuantileCritic", "TQCPolicy"]
 
@@ -30,44 +29,21 @@ class QuantileCritic(ContinuousCritic):
     ``[batch, n_critics, n_quantiles]``.
 
     Args:
-        observation_space: the observation space.
-        action_space: the (Box) action space.
-        net_arch: hidden sizes of each critic.
-        features_extractor: the features extractor.
-        features_dim: its output size.
-        activation_fn: activation class.
-        normalize_images: divide uint8 images by 255.
+        *args: :class:`~lit_sb3.policies.sac.ContinuousCritic`'s arguments.
         n_quantiles: atoms per critic.
-        n_critics: number of critics.
-        share_features_extractor: the extractor is the actor's (then it is trained by the actor loss only).
+        **kwargs: :class:`~lit_sb3.policies.sac.ContinuousCritic`'s keyword arguments.
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        net_arch: list[int],
-        features_extractor: BaseFeaturesExtractor,
-        features_dim: int,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        normalize_images: bool = True,
-        n_quantiles: int = 25,
-        n_critics: int = 2,
-        share_features_extractor: bool = False,
-    ) -> None:
+    def __init__(self, *args: Any, n_quantiles: int = 25, **kwargs: Any) -> None:
         if isinstance(n_quantiles, bool) or not isinstance(n_quantiles, int) or n_quantiles < 1:
             raise ValueError(f"n_quantiles must be an integer >= 1, got {n_quantiles!r}.")
-        super().__init__(
-            observation_space, action_space, net_arch, features_extractor, features_dim, activation_fn,
-            normalize_images, n_critics, share_features_extractor,
-        )  # fmt: skip
+        super().__init__(*args, **kwargs)
         self.n_quantiles = n_quantiles
-        self.quantiles_total = n_quantiles * n_critics
+        self.quantiles_total = n_quantiles * self.n_critics
         # the ensemble head outputs n_quantiles atoms per critic (ContinuousCritic's has one Q-value)
+        in_dim = self.features_dim + get_action_dim(self.action_space)
         self.qf = nn.Sequential(
-            *create_ensemble_mlp(
-                n_critics, features_dim + get_action_dim(action_space), n_quantiles, self.net_arch, activation_fn
-            )
+            *create_ensemble_mlp(self.n_critics, in_dim, n_quantiles, self.net_arch, self.activation_fn)
         )
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
@@ -143,61 +119,4 @@ class TQCPolicy(SACPolicy):
 MlpPolicy = TQCPolicy
 
 
-class CnnPolicy(TQCPolicy):
-    """:class:`TQCPolicy` with a :class:`NatureCNN` features extractor."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        use_sde: bool = False,
-        log_std_init: float = -3,
-        use_expln: bool = False,
-        clip_mean: float = 2.0,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        n_quantiles: int = 25,
-        n_critics: int = 2,
-        share_features_extractor: bool = False,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, use_sde, log_std_init, use_expln,
-            clip_mean, features_extractor_class, features_extractor_kwargs, normalize_images, optimizer_class,
-            optimizer_kwargs, n_quantiles, n_critics, share_features_extractor,
-        )  # fmt: skip
-
-
-class MultiInputPolicy(TQCPolicy):
-    """:class:`TQCPolicy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        use_sde: bool = False,
-        log_std_init: float = -3,
-        use_expln: bool = False,
-        clip_mean: float = 2.0,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        n_quantiles: int = 25,
-        n_critics: int = 2,
-        share_features_extractor: bool = False,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, use_sde, log_std_init, use_expln,
-            clip_mean, features_extractor_class, features_extractor_kwargs, normalize_images, optimizer_class,
-            optimizer_kwargs, n_quantiles, n_critics, share_features_extractor,
-        )  # fmt: skip
+CnnPolicy, MultiInputPolicy = cnn_and_multi_input_variants(TQCPolicy, __name__)
