@@ -25,7 +25,38 @@ from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BaseP
 from lit_sb3.utils.math import safe_mean
 from lit_sb3.vec_env import VecEnv
 
-__all__ = ["OnPolicyAlgorithm"]
+__all__ = ["OnPolicyAlgorithm", "run_iterations"]
+
+
+def run_iterations(model: BaseAlgorithm, collect: Callable[[], bool]) -> None:
+    """One ``training_step`` of an on-policy model: iterations (``collect()`` a rollout, then ``model.train()``)
+    until the budget, a stop (``collect()`` returning False, or ``model._stop_requested``), a step boundary or
+    ``min_env_steps_per_training_step`` env steps. Shared by :class:`OnPolicyAlgorithm` and the seed-batched
+    on-policy models (``num_timesteps`` counts env steps per seed there).
+
+    Args:
+        model: the on-policy model (SB3's ``_iteration``, ``_log_interval``, ``dump_logs``, ``train``).
+        collect: collects one rollout; False stops training.
+    """
+    context = model.fit_context
+    collected = 0
+    while True:
+        start = model.num_timesteps
+        if not collect():
+            model._stop_requested = True
+            return
+        model._iteration += 1
+        model._update_current_progress_remaining(model.num_timesteps, model._total_timesteps)
+        if model._log_interval is not None and model._log_interval > 0 and model._iteration % model._log_interval == 0:
+            model.dump_logs(model._iteration)
+        model.train()
+        model._end_cycle()
+        collected += model.num_timesteps - start
+        if context is not None and context.crossed_env_step_boundary(start, model.num_timesteps):
+            context.request_boundary()
+        if model._stop_requested or model._should_end_training_step(collected):
+            return
+
 
 log = logging.getLogger(__name__)
 
@@ -291,27 +322,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         iterations.
         """
         assert self.env is not None and self._rl_callback is not None
-        context = self.fit_context
-        collected = 0
-        while True:
-            start = self.num_timesteps
-            continue_training = self.collect_rollouts(
-                self.env, self._rl_callback, self.rollout_buffer, n_rollout_steps=self.n_steps
-            )
-            if not continue_training:
-                self._stop_requested = True
-                return None
-            self._iteration += 1
-            self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
-            if self._log_interval is not None and self._log_interval > 0 and self._iteration % self._log_interval == 0:
-                self.dump_logs(self._iteration)
-            self.train()
-            self._end_cycle()
-            collected += self.num_timesteps - start
-            if context is not None and context.crossed_env_step_boundary(start, self.num_timesteps):
-                context.request_boundary()
-            if self._should_end_training_step(collected):
-                return None
+        env, callback, buffer = self.env, self._rl_callback, self.rollout_buffer
+        run_iterations(self, lambda: self.collect_rollouts(env, callback, buffer, n_rollout_steps=self.n_steps))
 
     def train(self, mode: bool | None = None) -> Any:
         """The algorithm's update from the filled rollout buffer (``train(bool)`` is ``nn.Module.train``)."""

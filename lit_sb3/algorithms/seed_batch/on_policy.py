@@ -41,7 +41,7 @@ from torch.func import functional_call, stack_module_state, vmap
 
 from lit_sb3.algorithms.a2c import A2C
 from lit_sb3.algorithms.base import BaseAlgorithm
-from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm, run_iterations
 from lit_sb3.algorithms.ppo import PPO
 from lit_sb3.algorithms.seed_batch.base import SeedBatch, clip_grad_norm_per_seed
 from lit_sb3.buffers.rollout import RolloutBuffer
@@ -991,24 +991,7 @@ class OnPolicySeedBatch(SeedBatch):
         ``min_env_steps_per_training_step`` env steps per seed, the budget, a stop or a step boundary (the single
         classes' loop)."""
         del batch, batch_idx
-        context = self.fit_context
-        collected = 0
-        while True:
-            start = self.num_timesteps
-            if not self.collect_rollouts():
-                self._stop_requested = True
-                return None
-            self._iteration += 1
-            self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
-            if self._log_interval is not None and self._log_interval > 0 and self._iteration % self._log_interval == 0:
-                self.dump_logs(self._iteration)
-            self.train()
-            self._end_cycle()
-            collected += self.num_timesteps - start
-            if context is not None and context.crossed_env_step_boundary(start, self.num_timesteps):
-                context.request_boundary()
-            if self._stop_requested or self._should_end_training_step(collected):
-                return None
+        run_iterations(self, self.collect_rollouts)
 
     def _obs_tensor(self, obs: np.ndarray) -> th.Tensor:
         return th.as_tensor(obs, device=self.device)
