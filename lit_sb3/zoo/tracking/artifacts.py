@@ -42,13 +42,7 @@ def get_run(tracking: Tracking, run_id: str) -> Any:
 def _experiment_ids(tracking: Tracking, experiment: str | None) -> list[str]:
     if experiment is not None:
         return [tracking.use_experiment(experiment)]
-    ids, token = [], None
-    while True:
-        page = tracking.client.search_experiments(max_results=1000, page_token=token)
-        ids += [e.experiment_id for e in page]
-        token = page.token
-        if not token:
-            return ids
+    return [e.experiment_id for e in tracking.experiments()]
 
 
 def _search(tracking: Tracking, experiment: str | None, filter_string: str) -> list[Any]:

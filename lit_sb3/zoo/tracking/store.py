@@ -147,15 +147,19 @@ class Tracking:
         self.target = TrackingTarget(self.target.uri, self.target.experiment, None, str(run.info.experiment_id))
 
     # -- generic reading ------------------------------------------------------------------------------------
-    def experiment_names(self) -> list[str]:
-        """Names of the active experiments of the store."""
-        names, token = [], None
+    def experiments(self) -> list[Any]:
+        """The active experiments of the store (MLflow's ``Experiment``), all pages."""
+        experiments, token = [], None
         while True:
             page = self.client.search_experiments(max_results=1000, page_token=token)
-            names += [e.name for e in page]
+            experiments += list(page)
             token = page.token
             if not token:
-                return names
+                return experiments
+
+    def experiment_names(self) -> list[str]:
+        """Names of the active experiments of the store."""
+        return [e.name for e in self.experiments()]
 
     def search_runs(self, filter_string: str = "") -> list[Any]:
         """Every run of the experiment matching ``filter_string`` (MLflow's search syntax), all pages.
