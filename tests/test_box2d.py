@@ -4,8 +4,6 @@ images with CnnPolicy), its scores are sourced, and a missing extra (Box2D, ALE,
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,10 +11,10 @@ import pytest
 from lit_sb3.zoo.cli import main
 from tests.mlflow_store import copy_store as _store
 from tests.mlflow_store import runs as _runs
+from tests.poisoned import bench_without
 
 pytest.importorskip("Box2D")  # the box2d extra (in dev)
 
-ROOT = Path(__file__).resolve().parent.parent
 BOX2D = ["LunarLander-v3", "LunarLanderContinuous-v3", "BipedalWalker-v3", "BipedalWalkerHardcore-v3", "CarRacing-v3"]
 
 
@@ -65,25 +63,12 @@ def test_box2d_suite_runs_through_bench_run(tmp_path: Path, mlflow_template: Pat
     assert "YAMLCompatResizeObservation" in car["env_wrapper"]
 
 
-def _poisoned(modules: list[str], argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``bench argv`` in a fresh interpreter where importing ``modules`` fails (as when the extra is absent)."""
-    code = (
-        "import sys\n"
-        f"for name in {modules!r}:\n"
-        "    sys.modules[name] = None  # import raises ImportError\n"
-        "from lit_sb3.zoo.cli import main\n"
-        f"sys.exit(main({argv!r}))\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-
-
 @pytest.mark.parametrize(
     ("modules", "envs", "extra"),
     [(["Box2D"], "classic,box2d", "box2d"), (["ale_py"], "PongNoFrameskip-v4", "atari")],
 )
 def test_missing_extra_is_one_line_at_planning(tmp_path: Path, modules: list[str], envs: str, extra: str) -> None:
-    proc = _poisoned(modules, ["run", "--algos", "ppo", "--envs", envs, "--tracking-uri", f"sqlite:///{tmp_path}/m.db"],
+    proc = bench_without(modules, ["run", "--algos", "ppo", "--envs", envs, "--tracking-uri", f"sqlite:///{tmp_path}/m.db"],
                      tmp_path)  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -93,7 +78,7 @@ def test_missing_extra_is_one_line_at_planning(tmp_path: Path, modules: list[str
 
 
 def test_list_shows_missing_extras(tmp_path: Path) -> None:
-    proc = _poisoned(["Box2D"], ["list", "--envs", "box2d,CartPole-v1", "--algos", "ppo"], tmp_path)
+    proc = bench_without(["Box2D"], ["list", "--envs", "box2d,CartPole-v1", "--algos", "ppo"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (
         'box2d: Box2D envs (LunarLander, BipedalWalker, CarRacing): missing (pip install "lit_sb3[box2d]")'

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +15,10 @@ from lit_sb3.zoo.cli import main
 from tests.mlflow_store import client as _client
 from tests.mlflow_store import copy_store as _store
 from tests.mlflow_store import runs as _runs
+from tests.poisoned import bench_without
 
 pytest.importorskip("imageio_ffmpeg")  # the video extra (in dev)
 
-ROOT = Path(__file__).resolve().parent.parent
 EPISODES = 2
 GRID = ["--algos", "ppo", "--envs", "CartPole-v1", "--seeds", "1", "--jobs", "1", "--n-timesteps", "256",
         "--eval-freq", "256", "--eval-episodes", str(EPISODES), "--experiment", "enjoy",
@@ -169,26 +167,13 @@ def test_enjoy_refuses_runs_without_a_model_or_not_finished(
     _one_line_error(code, err, "is FAILED, not FINISHED")
 
 
-def _poisoned(modules: list[str], argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """``bench argv`` in a fresh interpreter where importing ``modules`` fails (as when the extra is absent)."""
-    code = (
-        "import sys\n"
-        f"for name in {modules!r}:\n"
-        "    sys.modules[name] = None  # import raises ImportError\n"
-        "from lit_sb3.zoo.cli import main\n"
-        f"sys.exit(main({argv!r}))\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
-
-
 def test_missing_video_extra_is_one_line(grid: dict[str, Any]) -> None:
     model = grid["folder"] / "m.zip"
     _client(grid["uri"]).download_artifacts(grid["job"].info.run_id, "model.zip", str(grid["folder"]))
     (grid["folder"] / "model.zip").rename(model)
     for argv in (["enjoy", "--model", str(model), "--env", "CartPole-v1", "--record"],
                  ["run", "--algos", "ppo", "--envs", "CartPole-v1", "--record-final", "--tracking-uri", grid["uri"]]):  # fmt: skip
-        proc = _poisoned(["imageio", "imageio_ffmpeg"], argv, grid["folder"])
+        proc = bench_without(["imageio", "imageio_ffmpeg"], argv, grid["folder"])
         _one_line_error(proc.returncode, proc.stderr, "needs the 'video' extra", 'pip install "lit_sb3[video]"')
 
 
