@@ -1,14 +1,15 @@
 """Seed batching (issue 17): throughput and learning equivalence of K seeds batched in one process vs K separate runs.
 
 ``throughput``: aggregate env steps/s of K seeds trained by one ``SeedBatch`` process against K separate
-single-seed processes started together on the same cores (every process: one torch thread, CPU). Each process
-builds its model(s) and env(s), then waits at a barrier; only ``fit`` is timed (imports and construction are
-not), and the aggregate is ``K * steps / (last fit end - first fit start)``; the same steps per CPU second (process
-CPU time of the fits, summed over the processes) is printed beside it: on a machine loaded by others the scheduler
-gives 8 processes a larger share of the cores than 1, so the wall ratio understates what batching saves and the
-CPU-time ratio (the work done per env step) is the figure to read there. Batched and separate runs alternate
-(pair by pair), the load average is printed with each pair, and the ratio of every pair and their median are
-printed: on a shared machine read the ratios, not the absolute figures.
+single-seed processes on the same cores: every process of both arms is pinned to the same ``--cpus`` (default:
+one core), runs one torch thread on the CPU, builds its model(s) and env(s), then waits at a barrier; only ``fit``
+is timed (imports and construction are not). The separate arm runs two ways: ``concurrent`` (the K processes
+started together, sharing the cores: what the issue's benchmark prescribes) and ``sequential`` (one process per
+core at a time, as ``bench run``'s worker pool schedules jobs, so no process pays for oversubscription). The
+aggregate is ``K * steps / wall`` (wall: first fit start to last fit end; sequential: the summed fit times divided
+by the number of cores); the same steps per CPU second of the fits is printed beside it. Pinned to the same
+cores, wall and CPU ratios agree unless other load shares those cores. Batched and separate runs alternate (pair by
+pair), the load average is printed with each pair, and the ratio of every pair and their median are printed.
 
 ``equivalence``: N seeds batched vs the same N seeds run separately (a pool of worker processes), both scored by a
 final deterministic evaluation (``--eval-episodes`` episodes on an env seeded ``seed + 10_000``); printed side by
@@ -20,7 +21,7 @@ two columns should agree in distribution.
 Usage::
 
     python benchmarks/bench_seed_batch.py throughput                          # K=8, PPO A2C DQN SAC TD3, 2 pairs
-    python benchmarks/bench_seed_batch.py throughput --algos ppo,sac --pairs 3 --k 8
+    python benchmarks/bench_seed_batch.py throughput --algos ppo,sac --pairs 3 --k 8 --cpus 1
     python benchmarks/bench_seed_batch.py equivalence                         # PPO CartPole + SAC Pendulum, 10 seeds
     python benchmarks/bench_seed_batch.py equivalence --algos ppo --seeds 10 --timesteps 30000 --json out.json
 """
@@ -88,6 +89,8 @@ def _quiet() -> None:
 def _worker(args: argparse.Namespace) -> None:
     """One timed process: builds the model (batched over ``--seeds`` or a single seed), waits for the go file,
     fits, writes ``{"start", "end", "steps"}`` to ``--out``."""
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     import torch as th
 
     th.set_num_threads(1)
@@ -119,78 +122,90 @@ def _worker(args: argparse.Namespace) -> None:
     Path(args.out).write_text(json.dumps({"start": start, "end": end, "cpu": cpu, "steps": int(model.num_timesteps)}))
 
 
-def _run_group(algo: str, seed_groups: list[list[int]], batched: bool) -> tuple[float, float]:
-    """Start one process per group, release them together; aggregate env steps per wall second and per CPU second
-    (summed over the group's processes) of the fits."""
+def _start(algo: str, seeds: list[int], batched: bool, cpus: list[int], tmp: str, name: str) -> tuple[Any, str]:
+    """Start one pinned worker process; returns it and its output path."""
+    out = os.path.join(tmp, f"{name}.json")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    command = [sys.executable, __file__, "_worker", "--algo", algo, "--seeds", ",".join(map(str, seeds))]
+    command += ["--out", out, "--go", os.path.join(tmp, f"go-{name}"), "--cpus", ",".join(map(str, cpus))]
+    return subprocess.Popen(command + (["--batched"] if batched else []), env=env), out
+
+
+def _release(procs: list[tuple[Any, str]], tmp: str, names: list[str]) -> list[dict[str, Any]]:
+    """Wait until every worker is built, release them together, wait for their fits; returns their outputs."""
+    while not all(Path(out + ".ready").exists() for _, out in procs):
+        if any(p.poll() not in (None, 0) for p, _ in procs):
+            raise RuntimeError("a benchmark worker failed to start")
+        time.sleep(0.05)
+    for name in names:
+        Path(os.path.join(tmp, f"go-{name}")).touch()
+    for p, _ in procs:
+        if p.wait() != 0:
+            raise RuntimeError(f"a benchmark worker failed (exit {p.returncode})")
+    return [json.loads(Path(out).read_text()) for _, out in procs]
+
+
+def _run_arm(algo: str, seeds: list[int], arm: str, cpus: list[int]) -> tuple[float, float]:
+    """One arm of a pair: ``batched`` (one process, every seed), ``concurrent`` (one process per seed, all at
+    once on ``cpus``) or ``sequential`` (one process per seed, one per core at a time, each pinned to its core).
+    Returns aggregate env steps per wall second of the fits and per CPU second (summed over the processes)."""
     with tempfile.TemporaryDirectory() as tmp:
-        go = os.path.join(tmp, "go")
-        outs = [os.path.join(tmp, f"out{i}.json") for i in range(len(seed_groups))]
-        env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        procs = [
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    __file__,
-                    "_worker",
-                    "--algo",
-                    algo,
-                    "--seeds",
-                    ",".join(map(str, group)),
-                    "--out",
-                    out,
-                    "--go",
-                    go,
-                ]
-                + (["--batched"] if batched else []),
-                env=env,
-            )
-            for group, out in zip(seed_groups, outs)
-        ]
-        while not all(Path(out + ".ready").exists() for out in outs):
-            if any(p.poll() not in (None, 0) for p in procs):
-                raise RuntimeError(f"a {algo} worker failed to start")
-            time.sleep(0.05)
-        Path(go).touch()
-        for p in procs:
-            if p.wait() != 0:
-                raise RuntimeError(f"a {algo} worker failed (exit {p.returncode})")
-        results = [json.loads(Path(out).read_text()) for out in outs]
-    steps = sum(r["steps"] * (len(g) if batched else 1) for r, g in zip(results, seed_groups))
-    wall = max(r["end"] for r in results) - min(r["start"] for r in results)
-    return steps / wall, steps / sum(r["cpu"] for r in results)
+        if arm == "batched":
+            waves = [[(seeds, cpus)]]
+        elif arm == "concurrent":
+            waves = [[([s], cpus) for s in seeds]]
+        else:
+            waves = [
+                [([s], [cpu]) for s, cpu in zip(seeds[i : i + len(cpus)], cpus)]
+                for i in range(0, len(seeds), len(cpus))
+            ]
+        wall, cpu, steps = 0.0, 0.0, 0
+        for w, wave in enumerate(waves):
+            names = [f"w{w}p{j}" for j in range(len(wave))]
+            procs = [_start(algo, group, arm == "batched", pin, tmp, n) for (group, pin), n in zip(wave, names)]
+            results = _release(procs, tmp, names)
+            wall += max(r["end"] for r in results) - min(r["start"] for r in results)
+            cpu += sum(r["cpu"] for r in results)
+            steps += sum(r["steps"] * len(group) for r, (group, _) in zip(results, wave))
+    return steps / wall, steps / cpu
+
+
+ARMS = ("batched", "concurrent", "sequential")
 
 
 def throughput(args: argparse.Namespace) -> dict[str, Any]:
     seeds = list(range(args.k))
-    table: dict[str, Any] = {}
+    cpus = [int(c) for c in args.cpus.split(",")] if args.cpus else [sorted(os.sched_getaffinity(0))[-1]]
     print(
-        f"throughput: K={args.k} seeds, batched (1 process) vs separate ({args.k} processes), {args.pairs} pairs, "
-        f"{os.cpu_count()} CPUs, 1 torch thread per process"
+        f"throughput: K={args.k} seeds, batched (1 process) vs separate ({args.k} processes: concurrent, and "
+        f"sequential one per core), {args.pairs} pairs, every process pinned to CPU(s) {cpus} of "
+        f"{os.cpu_count()}, 1 torch thread per process"
     )
+    table: dict[str, Any] = {}
     for algo in args.algos:
         env_id, kwargs, steps = THROUGHPUT[algo]
         print(f"{algo.upper()} {env_id} {kwargs or 'defaults'}, {steps} env steps per seed")
-        ratios, cpu_ratios = [], []
+        ratios: dict[str, list[float]] = {f"{kind}_{arm}": [] for kind in ("wall", "cpu") for arm in ARMS[1:]}
         for pair in range(args.pairs):
             load = os.getloadavg()[0]
-            batched, batched_cpu = _run_group(algo, [seeds], batched=True)
-            separate, separate_cpu = _run_group(algo, [[s] for s in seeds], batched=False)
-            ratios.append(batched / separate)
-            cpu_ratios.append(batched_cpu / separate_cpu)
+            rates = {arm: _run_arm(algo, seeds, arm, cpus) for arm in ARMS}
+            line = []
+            for arm in ARMS[1:]:
+                wall_ratio = rates["batched"][0] / rates[arm][0]
+                cpu_ratio = rates["batched"][1] / rates[arm][1]
+                ratios[f"wall_{arm}"].append(wall_ratio)
+                ratios[f"cpu_{arm}"].append(cpu_ratio)
+                line.append(f"{arm} {rates[arm][0]:6.0f} ({wall_ratio:.2f}x, CPU {cpu_ratio:.2f}x)")
             print(
-                f"  pair {pair}: wall: batched {batched:6.0f} env steps/s | separate {separate:6.0f} | "
-                f"{ratios[-1]:.2f}x || CPU time: batched {batched_cpu:6.0f} env steps/CPU-s | separate "
-                f"{separate_cpu:6.0f} | {cpu_ratios[-1]:.2f}x || load {load:.1f} -> {os.getloadavg()[0]:.1f}"
+                f"  pair {pair}: env steps/s batched {rates['batched'][0]:6.0f} | " + " | ".join(line) + f" || load "
+                f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
             )
-        table[algo] = {
-            "env": env_id,
-            "steps_per_seed": steps,
-            "wall_ratios": ratios,
-            "cpu_ratios": cpu_ratios,
-            "median_wall": statistics.median(ratios),
-            "median_cpu": statistics.median(cpu_ratios),
-        }
-        print(f"  median ratio: wall {statistics.median(ratios):.2f}x, CPU time {statistics.median(cpu_ratios):.2f}x")
+        medians = {key: statistics.median(values) for key, values in ratios.items()}
+        table[algo] = {"env": env_id, "steps_per_seed": steps, "cpus": cpus, "ratios": ratios, "medians": medians}
+        print(
+            "  median batched/separate: "
+            + ", ".join(f"{arm} {medians[f'wall_{arm}']:.2f}x (CPU {medians[f'cpu_{arm}']:.2f}x)" for arm in ARMS[1:])
+        )
     return table
 
 
@@ -305,6 +320,9 @@ def main(argv: list[str] | None = None) -> None:
     tp.add_argument("--algos", default="ppo,a2c,dqn,sac,td3")
     tp.add_argument("--k", type=int, default=8)
     tp.add_argument("--pairs", type=int, default=2)
+    tp.add_argument(
+        "--cpus", default=None, help="cores every process is pinned to, e.g. 0 or 0,1 (default: the last core)"
+    )
     tp.add_argument("--json", default=None)
     eq = sub.add_parser("equivalence", help="final returns, N seeds batched vs separate")
     eq.add_argument("--algos", default="ppo,sac")
@@ -321,6 +339,7 @@ def main(argv: list[str] | None = None) -> None:
     wk.add_argument("--out", required=True)
     wk.add_argument("--go", required=True)
     wk.add_argument("--batched", action="store_true")
+    wk.add_argument("--cpus", default=None)
     args = parser.parse_args(argv)
     if args.command == "_worker":
         _worker(args)

@@ -1,4 +1,4 @@
-"""The seed-batch base: stacking, per-seed gradient clipping, masked optimiser steps, metric routing."""
+"""The seed-batch base: stacking, per-seed gradient clipping, per-seed optimisers, metric routing."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import torch as th
 from torch import nn
 
 from lit_sb3.algorithms.seed_batch import (
+    PerSeedAdam,
+    PerSeedRMSprop,
     SeedRoutingLogger,
     clip_grad_norm_per_seed,
-    masked_optimizer_step,
     stack_sequential,
 )
 from lit_sb3.policies.torch_layers import EnsembleLinear
@@ -69,21 +70,36 @@ def test_clip_grad_norm_per_seed_equals_clip_grad_norm_of_each_seed():
         th.testing.assert_close(stacked[2].bias.grad[i, 0], mlp[2].bias.grad)
 
 
-def test_masked_optimizer_step_leaves_stopped_seeds_untouched():
-    stacked, _ = stack_sequential(_mlps(3))
+@pytest.mark.parametrize(
+    ("per_seed_cls", "single_cls", "kwargs"),
+    [(PerSeedAdam, th.optim.Adam, dict(lr=0.05)), (PerSeedRMSprop, th.optim.RMSprop, dict(lr=0.01, alpha=0.99))],
+)
+def test_per_seed_optimizer_equals_separate_optimizers_when_a_seed_sits_out(per_seed_cls, single_cls, kwargs):
+    """A seed masked out of some steps neither moves nor ages (its bias correction) and afterwards goes on exactly
+    as a separate optimiser that skipped those steps; the other seeds equal their separate optimisers throughout."""
+    mlps = _mlps(3)
+    stacked, _ = stack_sequential(mlps)
     params = list(stacked.parameters())
-    optimizer = th.optim.Adam(params, lr=0.1)
-    reference = [p.detach().clone() for p in params]
-    for step in range(3):
+    optimizer = per_seed_cls(params, 3, **kwargs)
+    singles = [single_cls(m.parameters(), **kwargs) for m in mlps]
+    gen = th.Generator().manual_seed(0)
+    for step in range(5):
+        x, target = th.randn(3, 6, 3, generator=gen), th.randn(3, 6, 2, generator=gen)
+        sitting_out = {1} if step in (1, 2) else set()
         optimizer.zero_grad()
-        stacked(th.randn(3, 4, 3)).pow(2).sum().backward()
-        masked_optimizer_step(optimizer, [1] if step < 2 else [], 3)
-        if step < 2:
-            for p, ref in zip(params, reference):
-                assert th.equal(p.detach().view(3, -1)[1], ref.view(3, -1)[1])
-                assert not th.equal(p.detach().view(3, -1)[0], ref.view(3, -1)[0])
-                assert th.equal(optimizer.state[p]["exp_avg"].view(3, -1)[1], th.zeros_like(ref.view(3, -1)[1]))
-    assert not th.equal(params[0].detach().view(3, -1)[1], reference[0].view(3, -1)[1])  # it moves once resumed
+        ((stacked(x) - target) ** 2).mean(dim=(1, 2)).sum().backward()
+        optimizer.step(None if not sitting_out else th.tensor([i not in sitting_out for i in range(3)]))
+        for i, (mlp, single) in enumerate(zip(mlps, singles)):
+            if i in sitting_out:
+                continue
+            single.zero_grad()
+            ((mlp(x[i]) - target[i]) ** 2).mean().backward()
+            single.step()
+        for i, mlp in enumerate(mlps):
+            th.testing.assert_close(stacked[0].weight[i].detach(), mlp[0].weight.detach().t())
+            th.testing.assert_close(stacked[2].bias[i, 0].detach(), mlp[2].bias.detach())
+    member = optimizer.member_state(1, list(mlps[1].parameters()))
+    assert float(member[0]["step"]) == 3.0  # seed 1 stepped 3 of the 5 times
 
 
 class _Recorder:

@@ -8,12 +8,12 @@ from lit_sb3.algorithms.seed_batch.base import (
     SeedBatch,
     SeedRoutingLogger,
     clip_grad_norm_per_seed,
-    masked_optimizer_step,
     stack_sequential,
 )
 from lit_sb3.algorithms.seed_batch.dqn import SeedBatchDQN
 from lit_sb3.algorithms.seed_batch.off_policy import OffPolicySeedBatch, SeedReplayStorage
 from lit_sb3.algorithms.seed_batch.on_policy import OnPolicySeedBatch, SeedBatchA2C, SeedBatchPPO
+from lit_sb3.algorithms.seed_batch.optim import PerSeedAdam, PerSeedRMSprop
 from lit_sb3.algorithms.seed_batch.sac import SeedBatchSAC
 from lit_sb3.algorithms.seed_batch.td3 import SeedBatchDDPG, SeedBatchTD3
 
@@ -21,6 +21,8 @@ __all__ = [
     "OffPolicySeedBatch",
     "OnPolicySeedBatch",
     "ParamLink",
+    "PerSeedAdam",
+    "PerSeedRMSprop",
     "SeedBatch",
     "SeedBatchA2C",
     "SeedBatchDDPG",
@@ -31,6 +33,5 @@ __all__ = [
     "SeedReplayStorage",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",
-    "masked_optimizer_step",
     "stack_sequential",
 ]

@@ -39,7 +39,6 @@ from lit_sb3.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 __all__ = [
     "ParamLink",
-    "masked_optimizer_step",
     "SeedBatch",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",
@@ -134,6 +133,10 @@ def stack_sequential(modules: Sequence[nn.Module]) -> tuple[nn.Sequential, list[
             stacked, layer_links = _stack_linear(group)
             layers.append(stacked)
             links += layer_links
+        elif type(first) is nn.ReLU and layers and isinstance(layers[-1], EnsembleLinear):
+            # in place on the fresh matmul output (K times the single run's activation: a second copy of it costs
+            # memory traffic, not just memory)
+            layers.append(nn.ReLU(inplace=True))
         elif next(first.parameters(recurse=True), None) is None and next(first.buffers(), None) is None:
             layers.append(first)  # stateless, elementwise (activations, Tanh, Hardtanh)
         else:
@@ -174,44 +177,6 @@ class _EverySeed:
 
     def __init__(self, value: Any) -> None:
         self.value = value
-
-
-def masked_optimizer_step(optimizer: th.optim.Optimizer, stopped: Sequence[int], n_seeds: int) -> None:
-    """``optimizer.step()`` that leaves the ``stopped`` seeds where they were: their parameters and their slices
-    of every per-element optimiser state (Adam's moments) are restored after the step (Adam moves a parameter
-    even with a zero gradient). Used for seeds that sit out an update (PPO's per-seed ``target_kl`` stop).
-
-    Per-tensor scalar state (Adam's ``step`` counter) is shared by all seeds and still advances: a stopped seed's
-    next steps use a bias correction one step further on than its separate run's (a relative difference below
-    ``beta ** step``, negligible after the first few dozen steps).
-
-    Args:
-        optimizer: an optimiser over stacked, seed-major, contiguous parameters.
-        stopped: seed indices that must not move.
-        n_seeds: K.
-    """
-    if not stopped:
-        optimizer.step()
-        return
-    index = th.as_tensor(list(stopped), dtype=th.long)
-    saved: list[tuple[th.Tensor, th.Tensor]] = []
-    fresh: list[th.Tensor] = []  # parameters without optimiser state yet (their first step)
-    for group in optimizer.param_groups:
-        for p in group["params"]:
-            state = optimizer.state.get(p)
-            if not state:
-                fresh.append(p)
-            moments = [v for v in (state or {}).values() if isinstance(v, th.Tensor) and v.shape == p.shape]
-            for tensor in [p.data, *moments]:
-                view = tensor.view(n_seeds, -1)
-                saved.append((view, view[index.to(view.device)].clone()))
-    optimizer.step()
-    for view, old in saved:
-        view[index.to(view.device)] = old
-    for p in fresh:  # a seed that never stepped has zero moments, as a fresh optimiser
-        for value in optimizer.state.get(p, {}).values():
-            if isinstance(value, th.Tensor) and value.shape == p.shape:
-                value.view(n_seeds, -1)[index.to(value.device)] = 0
 
 
 # ----------------------------------------------------------------------

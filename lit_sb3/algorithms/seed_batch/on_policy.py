@@ -18,9 +18,8 @@ The losses are the single classes' (:meth:`PPO.train <lit_sb3.algorithms.ppo.PPO
 batched update equals the K separate updates to float tolerance, and a batched seed retraces its separate run
 (``tests/test_seed_batch_on_policy.py``).
 
-The optimiser is :class:`PerSeedAdam` / :class:`PerSeedRMSprop`: torch's Adam keeps one step count per parameter
-tensor, while a seed that stopped on ``target_kl`` (or failed) must neither move nor age its bias correction, so
-the step count is per seed and a masked seed's parameters and moments are left exactly as they were.
+The optimiser is :class:`~lit_sb3.algorithms.seed_batch.optim.PerSeedAdam` / ``PerSeedRMSprop``: a seed that
+stopped on ``target_kl`` (or failed) neither moves nor ages its bias correction.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm, run_iterations
 from lit_sb3.algorithms.ppo import PPO
 from lit_sb3.algorithms.seed_batch.base import SeedBatch, clip_grad_norm_per_seed
+from lit_sb3.algorithms.seed_batch.optim import PerSeedOptimizer, make_per_seed_optimizer
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.policies.base import ActorCriticPolicy
 from lit_sb3.policies.distributions import (
@@ -60,15 +60,12 @@ _ELEMENTWISE = (nn.Tanh, nn.ReLU, nn.ELU, nn.LeakyReLU, nn.GELU, nn.SiLU, nn.Sig
 
 __all__ = [
     "OnPolicySeedBatch",
-    "PerSeedAdam",
-    "PerSeedRMSprop",
     "SeedBatchA2C",
     "SeedBatchPPO",
     "SeedBatchRolloutBuffer",
     "SeedRNG",
     "StackedActorCritic",
     "a2c_update",
-    "make_per_seed_optimizer",
     "ppo_update",
 ]
 
@@ -384,213 +381,6 @@ class StackedActorCritic(nn.Module):
 
 
 # ----------------------------------------------------------------------
-# Per-seed optimisers
-# ----------------------------------------------------------------------
-
-
-def _per_seed(x: th.Tensor, like: th.Tensor) -> th.Tensor:
-    """A ``[K]`` tensor shaped to broadcast against a ``[K, ...]`` parameter."""
-    return x.view(-1, *([1] * (like.dim() - 1)))
-
-
-def _adam_factors(
-    steps: th.Tensor, lr: float, beta1: float, beta2: float, cache: dict[int, tuple[th.Tensor, th.Tensor]]
-) -> tuple[th.Tensor, th.Tensor]:
-    """Per-seed ``lr / (1 - beta1^t)`` and ``sqrt(1 - beta2^t)`` for step counts ``t`` (>= 1 where they are used),
-    computed once per step-count tensor."""
-    if id(steps) not in cache:
-        t = steps.clamp(min=1).double()
-        cache[id(steps)] = ((lr / (1 - beta1**t)).float(), (1 - beta2**t).sqrt().float())
-    return cache[id(steps)]
-
-
-class _PerSeedOptimizer(th.optim.Optimizer):
-    """Base of the per-seed optimisers: ``step(active)`` moves only the seeds where ``active`` is True."""
-
-    single_class: type[th.optim.Optimizer]
-
-    def __init__(self, params: Sequence[nn.Parameter], n_seeds: int, defaults: dict[str, Any]) -> None:
-        super().__init__(list(params), defaults)
-        self.n_seeds = n_seeds
-
-    def _shared_steps(self, device: th.device) -> th.Tensor:
-        """The per-seed step counts shared by every parameter that starts stepping together."""
-        shared = getattr(self, "_steps", None)
-        if shared is None or shared.device != device:
-            shared = self._steps = th.zeros(self.n_seeds, dtype=th.float32, device=device)
-        return shared
-
-    def _active(self, active: th.Tensor | None, device: th.device) -> th.Tensor:
-        if active is None:
-            return th.ones(self.n_seeds, dtype=th.bool, device=device)
-        return active.to(device=device, dtype=th.bool)
-
-    def member_state(self, k: int, params: Sequence[nn.Parameter]) -> dict[str, Any]:
-        """Seed ``k``'s state as the single class's ``state_dict`` over ``params`` (the member's parameters)."""
-        raise NotImplementedError
-
-
-class PerSeedAdam(_PerSeedOptimizer):
-    """Adam over stacked ``[K, ...]`` parameters with one step count per seed (torch's Adam math).
-
-    Args:
-        params: the stacked parameters.
-        n_seeds: K.
-        lr: learning rate (one for all seeds: their schedules move in lockstep).
-        betas: Adam's betas.
-        eps: Adam's epsilon.
-    """
-
-    single_class = th.optim.Adam
-
-    def __init__(
-        self,
-        params: Sequence[nn.Parameter],
-        n_seeds: int,
-        lr: float = 1e-3,
-        betas: tuple[float, float] = (0.9, 0.999),
-        eps: float = 1e-8,
-    ) -> None:
-        super().__init__(params, n_seeds, dict(lr=lr, betas=tuple(betas), eps=eps))
-
-    @th.no_grad()
-    def step(self, active: th.Tensor | None = None) -> None:  # type: ignore[override]
-        """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: every seed (foreach
-        kernels, no masking)."""
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            lr, eps = group["lr"], group["eps"]
-            params = [p for p in group["params"] if p.grad is not None]
-            for p in params:
-                state = self.state[p]
-                if not state:
-                    # one step-count tensor shared by the parameters (they step together): factors computed once
-                    state["step"] = self._shared_steps(p.device)
-                    state["exp_avg"] = th.zeros_like(p)
-                    state["exp_avg_sq"] = th.zeros_like(p)
-            factors: dict[int, tuple[th.Tensor, th.Tensor]] = {}
-            if active is None:
-                for steps in {id(self.state[p]["step"]): self.state[p]["step"] for p in params}.values():
-                    steps.add_(1)
-                grads = [p.grad for p in params]
-                exp_avgs = [self.state[p]["exp_avg"] for p in params]
-                exp_avg_sqs = [self.state[p]["exp_avg_sq"] for p in params]
-                th._foreach_lerp_(exp_avgs, grads, 1 - beta1)
-                th._foreach_mul_(exp_avg_sqs, beta2)
-                th._foreach_addcmul_(exp_avg_sqs, grads, grads, value=1 - beta2)
-                for p, exp_avg, exp_avg_sq in zip(params, exp_avgs, exp_avg_sqs):
-                    step_size, bias_correction2_sqrt = _adam_factors(self.state[p]["step"], lr, beta1, beta2, factors)
-                    denom = exp_avg_sq.sqrt().div_(_per_seed(bias_correction2_sqrt, p)).add_(eps)
-                    p.sub_(_per_seed(step_size, p) * exp_avg / denom)
-                continue
-            mask = active.to(device=params[0].device, dtype=th.bool) if params else active
-            for steps in {id(self.state[p]["step"]): self.state[p]["step"] for p in params}.values():
-                steps.add_(mask.to(steps.dtype))
-            for p in params:
-                state = self.state[p]
-                m, grad = _per_seed(mask, p), p.grad
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.copy_(th.where(m, exp_avg.lerp(grad, 1 - beta1), exp_avg))
-                exp_avg_sq.copy_(th.where(m, exp_avg_sq * beta2 + (1 - beta2) * grad * grad, exp_avg_sq))
-                step_size, bias_correction2_sqrt = _adam_factors(state["step"], lr, beta1, beta2, factors)
-                denom = exp_avg_sq.sqrt() / _per_seed(bias_correction2_sqrt, p) + eps
-                update = _per_seed(step_size, p) * exp_avg / denom
-                p.sub_(th.where(m, update, th.zeros((), dtype=p.dtype, device=p.device)))
-
-    def member_state(self, k: int, params: Sequence[nn.Parameter]) -> dict[str, Any]:
-        state = {}
-        for j, p in enumerate(self.param_groups[0]["params"]):
-            s = self.state.get(p)
-            if s and float(s["step"][k]) > 0:
-                state[j] = {
-                    "step": th.tensor(float(s["step"][k])),
-                    "exp_avg": s["exp_avg"][k].detach().clone(),
-                    "exp_avg_sq": s["exp_avg_sq"][k].detach().clone(),
-                }
-        return state
-
-
-class PerSeedRMSprop(_PerSeedOptimizer):
-    """RMSprop (no momentum, not centred: SB3's A2C) over stacked parameters, per-seed masked.
-
-    Args:
-        params: the stacked parameters.
-        n_seeds: K.
-        lr: learning rate.
-        alpha: smoothing constant.
-        eps: epsilon added to the root.
-    """
-
-    single_class = th.optim.RMSprop
-
-    def __init__(
-        self, params: Sequence[nn.Parameter], n_seeds: int, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8
-    ) -> None:
-        super().__init__(params, n_seeds, dict(lr=lr, alpha=alpha, eps=eps))
-
-    @th.no_grad()
-    def step(self, active: th.Tensor | None = None) -> None:  # type: ignore[override]
-        for group in self.param_groups:
-            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                mask = self._active(active, p.device)
-                state = self.state[p]
-                if not state:
-                    state["step"] = th.zeros(self.n_seeds, dtype=th.float32, device=p.device)
-                    state["square_avg"] = th.zeros_like(p)
-                state["step"].add_(mask.float())
-                m = _per_seed(mask, p)
-                grad = p.grad
-                square_avg = state["square_avg"]
-                square_avg.copy_(th.where(m, square_avg * alpha + (1 - alpha) * grad * grad, square_avg))
-                avg = square_avg.sqrt() + eps
-                p.sub_(th.where(m, lr * grad / avg, th.zeros((), dtype=p.dtype, device=p.device)))
-
-    def member_state(self, k: int, params: Sequence[nn.Parameter]) -> dict[str, Any]:
-        state = {}
-        for j, p in enumerate(self.param_groups[0]["params"]):
-            s = self.state.get(p)
-            if s and float(s["step"][k]) > 0:
-                state[j] = {"step": th.tensor(float(s["step"][k])), "square_avg": s["square_avg"][k].detach().clone()}
-        return state
-
-
-_DEFAULTS_ALLOWED = {
-    th.optim.Adam: {"weight_decay": 0, "amsgrad": False, "maximize": False},
-    th.optim.RMSprop: {"weight_decay": 0, "momentum": 0, "centered": False, "maximize": False},
-}
-
-
-def make_per_seed_optimizer(
-    single: th.optim.Optimizer, params: Sequence[nn.Parameter], n_seeds: int
-) -> _PerSeedOptimizer:
-    """The per-seed optimiser matching a member's optimiser (Adam or RMSprop with SB3's options).
-
-    Args:
-        single: the first member's policy optimiser (its class and hyperparameters are used).
-        params: the stacked parameters.
-        n_seeds: K.
-    """
-    cls = type(single)
-    group = single.param_groups[0]
-    if cls not in _DEFAULTS_ALLOWED:
-        raise ValueError(
-            f"seed batching supports the optimizer classes Adam and RMSprop, got {cls.__name__} "
-            "(policy_kwargs['optimizer_class'])."
-        )
-    for key, default in _DEFAULTS_ALLOWED[cls].items():
-        if group.get(key, default) != default:
-            raise ValueError(
-                f"seed batching supports {cls.__name__} with {key}={default!r} only, got {key}={group[key]!r}."
-            )
-    if cls is th.optim.Adam:
-        return PerSeedAdam(params, n_seeds, lr=group["lr"], betas=group["betas"], eps=group["eps"])
-    return PerSeedRMSprop(params, n_seeds, lr=group["lr"], alpha=group["alpha"], eps=group["eps"])
-
-
-# ----------------------------------------------------------------------
 # Rollout storage
 # ----------------------------------------------------------------------
 
@@ -715,7 +505,7 @@ class UpdateResult(NamedTuple):
 
 def ppo_update(
     policy: StackedActorCritic,
-    optimizer: _PerSeedOptimizer,
+    optimizer: PerSeedOptimizer,
     buffer: SeedBatchRolloutBuffer,
     rng: SeedRNG,
     active: th.Tensor,
@@ -834,7 +624,7 @@ def ppo_update(
 
 def a2c_update(
     policy: StackedActorCritic,
-    optimizer: _PerSeedOptimizer,
+    optimizer: PerSeedOptimizer,
     buffer: SeedBatchRolloutBuffer,
     rng: SeedRNG,
     active: th.Tensor,
