@@ -24,6 +24,12 @@ Usage::
     python benchmarks/bench_seed_batch.py throughput --algos ppo,sac --pairs 3 --k 8 --cpus 1
     python benchmarks/bench_seed_batch.py equivalence                         # PPO CartPole + SAC Pendulum, 10 seeds
     python benchmarks/bench_seed_batch.py equivalence --algos ppo --seeds 10 --timesteps 30000 --json out.json
+    python benchmarks/bench_seed_batch.py compile --algos sac,td3 --k 8                # eager vs torch.compile update
+    python benchmarks/bench_seed_batch.py gpu --k 16 --device cuda                     # SAC HalfCheetah on a GPU
+
+``compile``: the batched update alone (``train(gradient_steps=N)`` of a K-seed SAC/TD3 batch whose replay storage a
+short fit filled), eager against the same batch with every stacked network's forward compiled (``torch.compile``,
+inductor), in interleaved repeats; CPU time per seed-update and the one-off compile time are printed.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -51,6 +58,11 @@ THROUGHPUT: dict[str, tuple[str, dict[str, Any], int]] = {
     "dqn": ("CartPole-v1", dict(buffer_size=50_000, learning_starts=100), 3000),
     "sac": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 400),
     "td3": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 500),
+}
+
+# the issue's GPU check: SAC on HalfCheetah-v5, SB3 defaults except the buffer and warm-up (a throughput run)
+GPU: dict[str, tuple[str, dict[str, Any], int]] = {
+    "sac": ("HalfCheetah-v5", dict(buffer_size=100_000, learning_starts=100), 1500),
 }
 
 # algo -> (env id, n_envs per seed, constructor kwargs, default env steps per seed) for the equivalence runs: the RL
@@ -87,29 +99,47 @@ def _quiet() -> None:
 
 
 def _worker(args: argparse.Namespace) -> None:
-    """One timed process: builds the model (batched over ``--seeds`` or a single seed), waits for the go file,
-    fits, writes ``{"start", "end", "steps"}`` to ``--out``."""
+    """One timed process: builds the model (batched over ``--seeds`` or a single seed; lit_sb3, or SB3 itself with
+    ``--library sb3``), waits for the go file, fits, writes ``{"start", "end", "cpu", "steps"}`` to ``--out``."""
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     import torch as th
 
     th.set_num_threads(1)
     _quiet()
-    from lit_sb3 import RLEnvDataModule, RLTrainer
-    from lit_sb3.algorithms.seed_batch import SeedBatch
-    from lit_sb3.vec_env import make_vec_env
-
-    env_id, kwargs, steps = THROUGHPUT[args.algo]
-    cls = _classes()[args.algo]
+    env_id, kwargs, steps = (GPU if args.gpu_spec else THROUGHPUT)[args.algo]
     seeds = [int(s) for s in args.seeds.split(",")]
-    envs = [make_vec_env(env_id, n_envs=1, seed=s) for s in seeds]
-    if args.batched:
-        model = SeedBatch(cls, seeds=seeds, device="cpu", **kwargs)
-        datamodule = RLEnvDataModule(train_env=envs)
+    if args.library == "sb3":
+        import stable_baselines3
+        from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+
+        cls = getattr(stable_baselines3, args.algo.upper())
+        venv = sb3_make_vec_env(env_id, n_envs=1, seed=seeds[0])
+        model = cls("MlpPolicy", venv, seed=seeds[0], device=args.device, **kwargs)
+        fit = lambda: model.learn(steps)  # noqa: E731
     else:
-        model = cls("MlpPolicy", seed=seeds[0], device="cpu", **kwargs)
-        datamodule = RLEnvDataModule(train_env=envs[0])
-    trainer = RLTrainer(max_steps=steps, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+        from lit_sb3 import RLEnvDataModule, RLTrainer
+        from lit_sb3.algorithms.seed_batch import SeedBatch
+        from lit_sb3.vec_env import make_vec_env
+
+        cls = _classes()[args.algo]
+        envs = [make_vec_env(env_id, n_envs=1, seed=s) for s in seeds]
+        if args.batched:
+            model = SeedBatch(cls, seeds=seeds, device=args.device, **kwargs)
+            datamodule = RLEnvDataModule(train_env=envs)
+        else:
+            model = cls("MlpPolicy", seed=seeds[0], device=args.device, **kwargs)
+            datamodule = RLEnvDataModule(train_env=envs[0])
+        accelerator = "gpu" if args.device.startswith("cuda") else "cpu"
+        trainer = RLTrainer(
+            max_steps=steps,
+            accelerator=accelerator,
+            devices=1,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+        )
+        fit = lambda: trainer.fit(model, datamodule=datamodule)  # noqa: E731
     Path(args.out + ".ready").touch()
     parent = os.getppid()
     while not Path(args.go).exists():
@@ -117,17 +147,24 @@ def _worker(args: argparse.Namespace) -> None:
             sys.exit(1)
         time.sleep(0.01)
     start, cpu = time.time(), time.process_time()
-    trainer.fit(model, datamodule=datamodule)
+    fit()
+    if args.device.startswith("cuda"):
+        th.cuda.synchronize()
     end, cpu = time.time(), time.process_time() - cpu
     Path(args.out).write_text(json.dumps({"start": start, "end": end, "cpu": cpu, "steps": int(model.num_timesteps)}))
 
 
-def _start(algo: str, seeds: list[int], batched: bool, cpus: list[int], tmp: str, name: str) -> tuple[Any, str]:
-    """Start one pinned worker process; returns it and its output path."""
+def _start(
+    algo: str, seeds: list[int], batched: bool, cpus: list[int], tmp: str, name: str, extra: Sequence[str] = ()
+) -> tuple[Any, str]:
+    """Start one worker process (pinned to ``cpus`` if any; ``extra``: more worker options); returns it and its
+    output path."""
     out = os.path.join(tmp, f"{name}.json")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     command = [sys.executable, __file__, "_worker", "--algo", algo, "--seeds", ",".join(map(str, seeds))]
-    command += ["--out", out, "--go", os.path.join(tmp, f"go-{name}"), "--cpus", ",".join(map(str, cpus))]
+    command += ["--out", out, "--go", os.path.join(tmp, f"go-{name}"), *extra]
+    if cpus:
+        command += ["--cpus", ",".join(map(str, cpus))]
     return subprocess.Popen(command + (["--batched"] if batched else []), env=env), out
 
 
@@ -207,6 +244,45 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
             + ", ".join(f"{arm} {medians[f'wall_{arm}']:.2f}x (CPU {medians[f'cpu_{arm}']:.2f}x)" for arm in ARMS[1:])
         )
     return table
+
+
+def gpu(args: argparse.Namespace) -> dict[str, Any]:
+    """The issue's GPU check: K seeds of SAC on HalfCheetah-v5 batched in one process on ``--device`` against K
+    separate SB3 processes on the CPU cores (each pinned to its own core, as many at once as there are cores, one
+    torch thread each); ratio of aggregate env steps/s of the fits (target >= 8x for K = 16)."""
+    import torch as th
+
+    if args.device.startswith("cuda") and not th.cuda.is_available():
+        raise SystemExit(f"--device {args.device}: no CUDA device here (torch.cuda.is_available() is False).")
+    cores = sorted(os.sched_getaffinity(0))
+    seeds = list(range(args.k))
+    env_id, kwargs, steps = GPU["sac"]
+    print(
+        f"gpu: SAC {env_id} {kwargs}, {steps} env steps per seed; K={args.k} batched on {args.device} vs {args.k} "
+        f"SB3 processes on {len(cores)} CPU cores, {args.pairs} pairs"
+    )
+    ratios = []
+    for pair in range(args.pairs):
+        with tempfile.TemporaryDirectory() as tmp:
+            extra = ["--gpu-spec", "--device", args.device]
+            batched = _release([_start("sac", seeds, True, [], tmp, "batched", extra)], tmp, ["batched"])[0]
+            batched_rate = batched["steps"] * args.k / (batched["end"] - batched["start"])
+            wall, total = 0.0, 0
+            for i in range(0, args.k, len(cores)):
+                wave = seeds[i : i + len(cores)]
+                names = [f"sb3-{s}" for s in wave]
+                extra = ["--gpu-spec", "--device", "cpu", "--library", "sb3"]
+                procs = [_start("sac", [s], False, [c], tmp, n, extra) for s, c, n in zip(wave, cores, names)]
+                results = _release(procs, tmp, names)
+                wall += max(r["end"] for r in results) - min(r["start"] for r in results)
+                total += sum(r["steps"] for r in results)
+        ratios.append(batched_rate / (total / wall))
+        print(
+            f"  pair {pair}: batched {batched_rate:7.0f} env steps/s | SB3 processes {total / wall:7.0f} | "
+            f"{ratios[-1]:.2f}x"
+        )
+    print(f"  median {statistics.median(ratios):.2f}x (target >= 8x for K = 16 on a GPU)")
+    return {"env": env_id, "k": args.k, "device": args.device, "ratios": ratios}
 
 
 # ----------------------------------------------------------------------
@@ -313,6 +389,58 @@ def equivalence(args: argparse.Namespace) -> dict[str, Any]:
     return table
 
 
+# ----------------------------------------------------------------------
+# torch.compile of the batched update
+# ----------------------------------------------------------------------
+
+
+def _filled_batch(algo: str, k: int) -> Any:
+    """A K-seed batch after a short fit (its replay storage holds enough transitions for a minibatch)."""
+    from lit_sb3 import RLEnvDataModule, RLTrainer
+    from lit_sb3.algorithms.seed_batch import SeedBatch
+    from lit_sb3.vec_env import make_vec_env
+
+    env_id, kwargs, _ = THROUGHPUT[algo]
+    seeds = list(range(k))
+    batch = SeedBatch(_classes()[algo], seeds=seeds, device="cpu", **kwargs)
+    RLTrainer(max_steps=300, logger=False, enable_checkpointing=False, enable_progress_bar=False).fit(
+        batch, datamodule=RLEnvDataModule(train_env=[make_vec_env(env_id, n_envs=1, seed=s) for s in seeds])
+    )
+    return batch
+
+
+def compile_update(args: argparse.Namespace) -> dict[str, Any]:
+    import torch as th
+    from torch import nn
+
+    th.set_num_threads(1)
+    th._dynamo.config.recompile_limit = 64  # one compiled forward per stacked network (they share Sequential.forward)
+    _quiet()
+    table: dict[str, Any] = {}
+    for algo in args.algos:
+        eager, compiled = _filled_batch(algo, args.k), _filled_batch(algo, args.k)
+        for module in compiled.children():  # the stacked networks (the members are not submodules)
+            if isinstance(module, nn.Sequential):
+                module.forward = th.compile(module.forward)
+        start = time.time()
+        compiled.train(gradient_steps=3, batch_size=256)
+        compile_s = time.time() - start
+        times: dict[str, list[float]] = {"eager": [], "compiled": []}
+        for _ in range(args.repeats):
+            for name, batch in (("eager", eager), ("compiled", compiled)):
+                cpu = time.process_time()
+                batch.train(gradient_steps=args.updates, batch_size=256)
+                times[name].append((time.process_time() - cpu) / args.updates / args.k * 1e3)
+        medians = {name: statistics.median(values) for name, values in times.items()}
+        print(
+            f"{algo.upper()} K={args.k}, minibatch 256, {args.repeats} interleaved repeats of {args.updates} updates: "
+            f"eager {medians['eager']:.2f} ms per seed-update, compiled {medians['compiled']:.2f} ms "
+            f"({medians['eager'] / medians['compiled']:.2f}x; compile {compile_s:.0f} s)"
+        )
+        table[algo] = {"ms_per_seed_update": times, "medians": medians, "compile_s": compile_s}
+    return table
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -333,6 +461,17 @@ def main(argv: list[str] | None = None) -> None:
     eq.add_argument("--workers", type=int, default=2, help="processes for the separate runs")
     eq.add_argument("--reps", type=int, default=2000, help="bootstrap replications")
     eq.add_argument("--json", default=None)
+    cp = sub.add_parser("compile", help="the batched SAC/TD3 update, eager vs torch.compile")
+    cp.add_argument("--algos", default="sac,td3")
+    cp.add_argument("--k", type=int, default=8)
+    cp.add_argument("--updates", type=int, default=30)
+    cp.add_argument("--repeats", type=int, default=6)
+    cp.add_argument("--json", default=None)
+    gp = sub.add_parser("gpu", help="SAC HalfCheetah: K seeds batched on a GPU vs K SB3 processes on the CPU cores")
+    gp.add_argument("--k", type=int, default=16)
+    gp.add_argument("--device", default="cuda")
+    gp.add_argument("--pairs", type=int, default=1)
+    gp.add_argument("--json", default=None)
     wk = sub.add_parser("_worker")
     wk.add_argument("--algo", required=True)
     wk.add_argument("--seeds", required=True)
@@ -340,16 +479,21 @@ def main(argv: list[str] | None = None) -> None:
     wk.add_argument("--go", required=True)
     wk.add_argument("--batched", action="store_true")
     wk.add_argument("--cpus", default=None)
+    wk.add_argument("--device", default="cpu")
+    wk.add_argument("--library", choices=["lit", "sb3"], default="lit")
+    wk.add_argument("--gpu-spec", action="store_true", help="use the GPU table (SAC HalfCheetah)")
     args = parser.parse_args(argv)
     if args.command == "_worker":
         _worker(args)
         return
-    args.algos = [a.strip().lower() for a in args.algos.split(",") if a.strip()]
-    known = THROUGHPUT if args.command == "throughput" else EQUIVALENCE
-    unknown = [a for a in args.algos if a not in known]
-    if unknown:
-        parser.error(f"unknown algo {unknown[0]!r} for {args.command}; choose from {', '.join(known)}")
-    table = throughput(args) if args.command == "throughput" else equivalence(args)
+    if args.command != "gpu":
+        args.algos = [a.strip().lower() for a in args.algos.split(",") if a.strip()]
+        known = THROUGHPUT if args.command in ("throughput", "compile") else EQUIVALENCE
+        unknown = [a for a in args.algos if a not in known]
+        if unknown:
+            parser.error(f"unknown algo {unknown[0]!r} for {args.command}; choose from {', '.join(known)}")
+    commands = {"throughput": throughput, "compile": compile_update, "equivalence": equivalence, "gpu": gpu}
+    table = commands[args.command](args)
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=2))
 
