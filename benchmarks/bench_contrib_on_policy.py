@@ -3,6 +3,7 @@
 Usage:
   python benchmarks/bench_contrib_on_policy.py speed [--pairs 3] [--algos ppo_mask,ppo_lstm] [--n-envs 1,8]
   python benchmarks/bench_contrib_on_policy.py learn [--seeds 5 | --seed-list 0,3] [--algos ppo_mask,ppo_lstm]
+  python benchmarks/bench_contrib_on_policy.py lockstep [--seed 5] [--iterations 80]      # RecurrentPPO, forced
 
 ``speed``: env steps/s of lit_sb3 over sb3-contrib at the same settings (sb3-contrib's defaults: MaskablePPO
 n_steps 2048, batch 64, 10 epochs on ``InvalidActionDiscrete-v0``; RecurrentPPO n_steps 128, batch 128, 10 epochs,
@@ -22,6 +23,14 @@ draws (seed 1, traced per iteration: 2.5e-7 apart after 10 updates, no action di
 apart; lit_sb3 with non-fused Adam alone scores 81.7 instead of 137.7 on that seed). At 20k steps the final
 return of a seed swings from ~70 to ~430 on such flips, so 5 seeds separate the two
 libraries poorly; the per-seed pairs are what to compare. Runs are deterministic on one machine (same numbers on a rerun).
+
+Measured (2026-12-01, quiet machine, ``learn --algos ppo_lstm --seed-list 5,...,14``): sb3-contrib 185.3 +- 100.0,
+lit_sb3 124.7 +- 76.1 over 10 new seeds; lit_sb3 lower on 7 of them (with seeds 0-4: 12 of 15, two-sided sign test
+p ~ 0.035). ``lockstep`` (teacher forcing, same settings, seed 5, 80 iterations; seed 7, 250 iterations) finds every
+rollout buffer field exactly equal and the weights after each update equal to about 1e-6 of the update (a few
+iterations 1e-4 to 5e-3: a PPO-clip boundary crossed after rounding differences), so no differing computation was
+found where the forced runs went; they reached no time-out bootstraps, which the forced check has not covered at
+these settings (tests/test_ppo_recurrent.py covers them at small settings).
 
 sb3-contrib and SB3 are imported here only (never from lit_sb3). Run it nice'd on a shared machine.
 """
@@ -230,9 +239,82 @@ def learn(args: argparse.Namespace) -> None:
         )
 
 
+def lockstep(args: argparse.Namespace) -> None:
+    """RecurrentPPO teacher-forced against sb3-contrib over a whole run at the :data:`LEARN` settings: before every
+    iteration lit_sb3 gets sb3-contrib's weights, Adam state and LSTM states, both collect with the same torch seed
+    and update with the same numpy seed; the rollout buffers and the weights after the update are compared. Any
+    computation that differs shows up as a gap above float rounding at the iteration where it first matters."""
+    import copy
+
+    import sb3_contrib
+    from stable_baselines3.common.callbacks import CallbackList as TheirCallbacks
+    from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+
+    from lit_sb3 import RecurrentPPO
+    from lit_sb3.callbacks import CallbackList
+    from lit_sb3.vec_env import make_vec_env
+
+    budget, n_envs, kwargs = LEARN["ppo_lstm"]
+    kwargs = dict(kwargs)
+    policy, n_steps = kwargs.pop("policy"), kwargs["n_steps"]
+    iterations = args.iterations or budget // (n_steps * n_envs)
+    seed = args.seed
+    theirs = sb3_contrib.RecurrentPPO(
+        policy, sb3_make_vec_env(ENV["ppo_lstm"], n_envs=n_envs, seed=seed), seed=seed, device="cpu", **kwargs
+    )
+    theirs.learn(n_steps * n_envs)  # builds everything; the forced run starts from fresh envs below
+    ours = RecurrentPPO(policy, seed=seed, device="cpu", **kwargs)
+    ours.learn(n_steps * n_envs, env=make_vec_env(ENV["ppo_lstm"], n_envs=n_envs, seed=seed))
+    callbacks = []
+    for model, callback in ((theirs, TheirCallbacks([])), (ours, CallbackList([]))):
+        model.env.seed(seed + 123)
+        model._last_obs = model.env.reset()
+        model._last_episode_starts = np.ones(n_envs, dtype=bool)
+        for state in (*model._last_lstm_states.pi, *model._last_lstm_states.vf):
+            state.zero_()
+        callback.init_callback(model)
+        callbacks.append(callback)
+    fields = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "advantages", "returns")
+    print(f"ppo_lstm lockstep (teacher-forced), seed {seed}, {iterations} iterations of {n_steps} x {n_envs} steps")
+    buffer_gaps, weight_gaps, timeouts = [], [], 0
+    for it in range(iterations):
+        ours.policy.load_state_dict(theirs.policy.state_dict())
+        ours.policy.optimizer.load_state_dict(copy.deepcopy(theirs.policy.optimizer.state_dict()))
+        for a, b in zip(
+            (*theirs._last_lstm_states.pi, *theirs._last_lstm_states.vf),
+            (*ours._last_lstm_states.pi, *ours._last_lstm_states.vf),
+        ):
+            b.copy_(a)
+        for model, callback in zip((theirs, ours), callbacks):
+            th.manual_seed(1000 + it)
+            model.collect_rollouts(model.env, callback, model.rollout_buffer, n_steps)
+        gap = 0.0
+        for name in fields:
+            a = np.asarray(getattr(theirs.rollout_buffer, name))
+            b = getattr(ours.rollout_buffer, name)
+            b = b.cpu().numpy() if isinstance(b, th.Tensor) else np.asarray(b)
+            gap = max(gap, float(np.abs(b.reshape(a.shape) - a).max()))
+        timeouts += int((np.abs(np.asarray(theirs.rollout_buffer.rewards) - 1.0) > 1e-6).sum())
+        before = {k: v.clone() for k, v in theirs.policy.state_dict().items()}
+        for model in (theirs, ours):
+            np.random.seed(7 + it)
+            model.train()
+        after = theirs.policy.state_dict()
+        weight_gap = max(float((ours.policy.state_dict()[k] - v).abs().max()) for k, v in after.items())
+        size = max(float((v - before[k]).abs().max()) for k, v in after.items())
+        buffer_gaps.append(gap)
+        weight_gaps.append(weight_gap / size)
+        if args.verbose or gap > 0 or weight_gap / size > 1e-4:
+            print(f"  iteration {it:3d}: buffer gap {gap:.1e}, weight gap {weight_gap:.1e} (update size {size:.1e})")
+    print(
+        f"  buffers: largest gap {max(buffer_gaps):.1e}; weights after the update, gap / update size: median "
+        f"{np.median(weight_gaps):.1e}, largest {max(weight_gaps):.1e}; time-out bootstraps in the rollouts: {timeouts}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["speed", "learn"])
+    parser.add_argument("mode", choices=["speed", "learn", "lockstep"])
     parser.add_argument("--algos", default="ppo_mask,ppo_lstm")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--n-envs", default="1,8")
@@ -240,6 +322,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5, help="learn: seeds 0..N-1")
     parser.add_argument("--seed-list", default=None, help="learn: explicit seeds, e.g. 3,4 (one process per seed)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--iterations", type=int, default=None, help="lockstep: iterations (default: the budget's)")
+    parser.add_argument("--verbose", action="store_true", help="lockstep: print every iteration")
     args = parser.parse_args()
     args.algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     unknown = sorted(set(args.algos) - set(ENV))
@@ -256,7 +340,7 @@ def main() -> None:
         parser.error(f"--seed-list takes comma-separated integers, got {args.seed_list!r}")
     th.set_num_threads(1)
     warnings.filterwarnings("ignore")
-    speed(args) if args.mode == "speed" else learn(args)
+    {"speed": speed, "learn": learn, "lockstep": lockstep}[args.mode](args)
 
 
 if __name__ == "__main__":
