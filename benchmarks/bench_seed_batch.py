@@ -25,6 +25,7 @@ Usage::
     python benchmarks/bench_seed_batch.py equivalence                         # PPO CartPole + SAC Pendulum, 10 seeds
     python benchmarks/bench_seed_batch.py equivalence --algos ppo --seeds 10 --timesteps 30000 --json out.json
     python benchmarks/bench_seed_batch.py compile --algos sac,td3 --k 8                # eager vs torch.compile update
+    python benchmarks/bench_seed_batch.py update --algos sac,td3 --ks 1,2,4,8          # per seed-update cost vs K
     python benchmarks/bench_seed_batch.py gpu --k 16 --device cuda                     # SAC HalfCheetah on a GPU
 
 ``compile``: the batched update alone (``train(gradient_steps=N)`` of a K-seed SAC/TD3 batch whose replay storage a
@@ -395,18 +396,49 @@ def equivalence(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _filled_batch(algo: str, k: int) -> Any:
-    """A K-seed batch after a short fit (its replay storage holds enough transitions for a minibatch)."""
+    """A K-seed batch (K = 1: the single-seed class) after a short fit (its replay storage holds enough transitions
+    for a minibatch)."""
     from lit_sb3 import RLEnvDataModule, RLTrainer
     from lit_sb3.algorithms.seed_batch import SeedBatch
     from lit_sb3.vec_env import make_vec_env
 
     env_id, kwargs, _ = THROUGHPUT[algo]
     seeds = list(range(k))
-    batch = SeedBatch(_classes()[algo], seeds=seeds, device="cpu", **kwargs)
+    envs = [make_vec_env(env_id, n_envs=1, seed=s) for s in seeds]
+    if k == 1:
+        model = _classes()[algo]("MlpPolicy", seed=0, device="cpu", **kwargs)
+    else:
+        model = SeedBatch(_classes()[algo], seeds=seeds, device="cpu", **kwargs)
     RLTrainer(max_steps=300, logger=False, enable_checkpointing=False, enable_progress_bar=False).fit(
-        batch, datamodule=RLEnvDataModule(train_env=[make_vec_env(env_id, n_envs=1, seed=s) for s in seeds])
+        model, datamodule=RLEnvDataModule(train_env=envs[0] if k == 1 else envs)
     )
-    return batch
+    return model
+
+
+def update_scaling(args: argparse.Namespace) -> dict[str, Any]:
+    """CPU time per seed-update of the off-policy update for each K of ``--ks`` (K = 1: the single-seed class),
+    interleaved repeats: how much of a single update stacking saves."""
+    import torch as th
+
+    th.set_num_threads(1)
+    _quiet()
+    ks = [int(k) for k in args.ks.split(",")]
+    table: dict[str, Any] = {}
+    for algo in args.algos:
+        models = {k: _filled_batch(algo, k) for k in ks}
+        times: dict[int, list[float]] = {k: [] for k in ks}
+        for _ in range(args.repeats):
+            for k, model in models.items():
+                cpu = time.process_time()
+                model.train(gradient_steps=args.updates, batch_size=256)
+                times[k].append((time.process_time() - cpu) / args.updates / k * 1e3)
+        medians = {k: statistics.median(v) for k, v in times.items()}
+        print(
+            f"{algo.upper()} minibatch 256, {args.repeats} interleaved repeats of {args.updates} updates, ms per "
+            "seed-update: " + ", ".join(f"K={k} {m:.2f}" for k, m in medians.items())
+        )
+        table[algo] = {"ms_per_seed_update": times, "medians": medians}
+    return table
 
 
 def compile_update(args: argparse.Namespace) -> dict[str, Any]:
@@ -467,6 +499,12 @@ def main(argv: list[str] | None = None) -> None:
     cp.add_argument("--updates", type=int, default=30)
     cp.add_argument("--repeats", type=int, default=6)
     cp.add_argument("--json", default=None)
+    up = sub.add_parser("update", help="CPU time per seed-update of the off-policy update for several K")
+    up.add_argument("--algos", default="sac,td3")
+    up.add_argument("--ks", default="1,2,4,8")
+    up.add_argument("--updates", type=int, default=50)
+    up.add_argument("--repeats", type=int, default=5)
+    up.add_argument("--json", default=None)
     gp = sub.add_parser("gpu", help="SAC HalfCheetah: K seeds batched on a GPU vs K SB3 processes on the CPU cores")
     gp.add_argument("--k", type=int, default=16)
     gp.add_argument("--device", default="cuda")
@@ -488,11 +526,17 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command != "gpu":
         args.algos = [a.strip().lower() for a in args.algos.split(",") if a.strip()]
-        known = THROUGHPUT if args.command in ("throughput", "compile") else EQUIVALENCE
+        known = THROUGHPUT if args.command in ("throughput", "compile", "update") else EQUIVALENCE
         unknown = [a for a in args.algos if a not in known]
         if unknown:
             parser.error(f"unknown algo {unknown[0]!r} for {args.command}; choose from {', '.join(known)}")
-    commands = {"throughput": throughput, "compile": compile_update, "equivalence": equivalence, "gpu": gpu}
+    commands = {
+        "throughput": throughput,
+        "compile": compile_update,
+        "update": update_scaling,
+        "equivalence": equivalence,
+        "gpu": gpu,
+    }
     table = commands[args.command](args)
     if args.json:
         Path(args.json).write_text(json.dumps(table, indent=2))
