@@ -28,9 +28,10 @@ Measured (2026-12-01, quiet machine, ``learn --algos ppo_lstm --seed-list 5,...,
 lit_sb3 124.7 +- 76.1 over 10 new seeds; lit_sb3 lower on 7 of them (with seeds 0-4: 12 of 15, two-sided sign test
 p ~ 0.035). ``lockstep`` (teacher forcing, same settings, seed 5, 80 iterations; seed 7, 250 iterations) finds every
 rollout buffer field exactly equal and the weights after each update equal to about 1e-6 of the update (a few
-iterations 1e-4 to 5e-3: a PPO-clip boundary crossed after rounding differences), so no differing computation was
-found where the forced runs went; they reached no time-out bootstraps, which the forced check has not covered at
-these settings (tests/test_ppo_recurrent.py covers them at small settings).
+iterations 1e-4 to 5e-3: a PPO-clip boundary crossed after rounding differences), including the 4 iterations of
+seed 7 with 500-step time-outs; ``lockstep --seed 5 --max-episode-steps 40`` (267 time-out bootstraps in 80
+iterations) agrees as well: bootstrapped rewards to 3.8e-6, weights to at most 1e-5 of the update. No differing
+computation was found: the gap is either chance (one comparison of many) or beyond what per-iteration forcing sees.
 
 sb3-contrib and SB3 are imported here only (never from lit_sb3). Run it nice'd on a shared machine.
 """
@@ -38,6 +39,7 @@ sb3-contrib and SB3 are imported here only (never from lit_sb3). Run it nice'd o
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -259,12 +261,17 @@ def lockstep(args: argparse.Namespace) -> None:
     policy, n_steps = kwargs.pop("policy"), kwargs["n_steps"]
     iterations = args.iterations or budget // (n_steps * n_envs)
     seed = args.seed
+    env_id: Any = ENV["ppo_lstm"]
+    if args.max_episode_steps:  # shorter episodes: time-out bootstraps in most rollouts
+        import gymnasium as gym
+
+        env_id = functools.partial(gym.make, ENV["ppo_lstm"], max_episode_steps=args.max_episode_steps)
     theirs = sb3_contrib.RecurrentPPO(
-        policy, sb3_make_vec_env(ENV["ppo_lstm"], n_envs=n_envs, seed=seed), seed=seed, device="cpu", **kwargs
+        policy, sb3_make_vec_env(env_id, n_envs=n_envs, seed=seed), seed=seed, device="cpu", **kwargs
     )
     theirs.learn(n_steps * n_envs)  # builds everything; the forced run starts from fresh envs below
     ours = RecurrentPPO(policy, seed=seed, device="cpu", **kwargs)
-    ours.learn(n_steps * n_envs, env=make_vec_env(ENV["ppo_lstm"], n_envs=n_envs, seed=seed))
+    ours.learn(n_steps * n_envs, env=make_vec_env(env_id, n_envs=n_envs, seed=seed))
     callbacks = []
     for model, callback in ((theirs, TheirCallbacks([])), (ours, CallbackList([]))):
         model.env.seed(seed + 123)
@@ -324,6 +331,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--iterations", type=int, default=None, help="lockstep: iterations (default: the budget's)")
     parser.add_argument("--verbose", action="store_true", help="lockstep: print every iteration")
+    parser.add_argument("--max-episode-steps", type=int, default=None, help="lockstep: shorter episodes (time-outs)")
     args = parser.parse_args()
     args.algos = [a.strip() for a in args.algos.split(",") if a.strip()]
     unknown = sorted(set(args.algos) - set(ENV))
