@@ -6,8 +6,8 @@ one core), runs one torch thread on the CPU, builds its model(s) and env(s), the
 is timed (imports and construction are not). The separate arm runs two ways: ``concurrent`` (the K processes
 started together, sharing the cores: what the issue's benchmark prescribes) and ``sequential`` (one process per
 core at a time, as ``bench run``'s worker pool schedules jobs, so no process pays for oversubscription). The
-aggregate is ``K * steps / wall`` (wall: first fit start to last fit end; sequential: the summed fit times divided
-by the number of cores); the same steps per CPU second of the fits is printed beside it. Pinned to the same
+aggregate is ``K * steps / wall`` (wall: first fit start to last fit end; sequential: summed over the waves of one
+process per core); the same steps per CPU second of the fits is printed beside it. Pinned to the same
 cores, wall and CPU ratios agree unless other load shares those cores. Batched and separate runs alternate (pair by
 pair), the load average is printed with each pair, and the ratio of every pair and their median are printed.
 
@@ -381,8 +381,11 @@ def equivalence(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------
-# torch.compile of the batched update
+# The off-policy update alone: its cost per seed against K, and under torch.compile
 # ----------------------------------------------------------------------
+
+# the modes that time ``train(gradient_steps=N)``: the off-policy algorithms
+OFF_POLICY = ("dqn", "sac", "td3")
 
 
 def _filled_batch(algo: str, k: int) -> Any:
@@ -405,6 +408,17 @@ def _filled_batch(algo: str, k: int) -> Any:
     return model
 
 
+def _time_updates(models: dict[Any, tuple[Any, int]], repeats: int, updates: int) -> dict[Any, list[float]]:
+    """CPU ms per seed-update of each ``{key: (model, K)}``, ``repeats`` interleaved rounds of ``updates`` updates."""
+    times: dict[Any, list[float]] = {key: [] for key in models}
+    for _ in range(repeats):
+        for key, (model, k) in models.items():
+            cpu = time.process_time()
+            model.train(gradient_steps=updates, batch_size=256)
+            times[key].append((time.process_time() - cpu) / updates / k * 1e3)
+    return times
+
+
 def update_scaling(args: argparse.Namespace) -> dict[str, Any]:
     """CPU time per seed-update of the off-policy update for each K of ``--ks`` (K = 1: the single-seed class),
     interleaved repeats: how much of a single update stacking saves."""
@@ -415,13 +429,7 @@ def update_scaling(args: argparse.Namespace) -> dict[str, Any]:
     ks = [int(k) for k in args.ks.split(",")]
     table: dict[str, Any] = {}
     for algo in args.algos:
-        models = {k: _filled_batch(algo, k) for k in ks}
-        times: dict[int, list[float]] = {k: [] for k in ks}
-        for _ in range(args.repeats):
-            for k, model in models.items():
-                cpu = time.process_time()
-                model.train(gradient_steps=args.updates, batch_size=256)
-                times[k].append((time.process_time() - cpu) / args.updates / k * 1e3)
+        times = _time_updates({k: (_filled_batch(algo, k), k) for k in ks}, args.repeats, args.updates)
         medians = {k: statistics.median(v) for k, v in times.items()}
         print(
             f"{algo.upper()} minibatch 256, {args.repeats} interleaved repeats of {args.updates} updates, ms per "
@@ -447,12 +455,8 @@ def compile_update(args: argparse.Namespace) -> dict[str, Any]:
         start = time.time()
         compiled.train(gradient_steps=3, batch_size=256)
         compile_s = time.time() - start
-        times: dict[str, list[float]] = {"eager": [], "compiled": []}
-        for _ in range(args.repeats):
-            for name, batch in (("eager", eager), ("compiled", compiled)):
-                cpu = time.process_time()
-                batch.train(gradient_steps=args.updates, batch_size=256)
-                times[name].append((time.process_time() - cpu) / args.updates / args.k * 1e3)
+        models = {"eager": (eager, args.k), "compiled": (compiled, args.k)}
+        times = _time_updates(models, args.repeats, args.updates)
         medians = {name: statistics.median(values) for name, values in times.items()}
         print(
             f"{algo.upper()} K={args.k}, minibatch 256, {args.repeats} interleaved repeats of {args.updates} updates: "
@@ -516,7 +520,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.command != "gpu":
         args.algos = [a.strip().lower() for a in args.algos.split(",") if a.strip()]
-        known = THROUGHPUT if args.command in ("throughput", "compile", "update") else EQUIVALENCE
+        known: Any = {"throughput": THROUGHPUT, "equivalence": EQUIVALENCE}.get(args.command, OFF_POLICY)
         unknown = [a for a in args.algos if a not in known]
         if unknown:
             parser.error(f"unknown algo {unknown[0]!r} for {args.command}; choose from {', '.join(known)}")
