@@ -13,7 +13,7 @@ from torch.nn import functional as F
 
 from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
 from lit_sb3.buffers.rollout import RolloutBuffer
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.utils.math import explained_variance
 
@@ -25,6 +25,9 @@ class A2C(OnPolicyAlgorithm):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate, constant or schedule.
         n_steps: steps per env per update.
         gamma: discount factor.
@@ -40,11 +43,13 @@ class A2C(OnPolicyAlgorithm):
         rollout_buffer_kwargs: rollout buffer kwargs.
         normalize_advantage: normalise advantages.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "a2c"
@@ -65,6 +70,7 @@ class A2C(OnPolicyAlgorithm):
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 7e-4,
         n_steps: int = 5,
         gamma: float = 0.99,
@@ -85,6 +91,7 @@ class A2C(OnPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -114,6 +121,7 @@ class A2C(OnPolicyAlgorithm):
         if self._derived_optimizer:
             self.policy_kwargs["optimizer_class"] = th.optim.RMSprop
             self.policy_kwargs["optimizer_kwargs"] = dict(alpha=0.99, eps=rms_prop_eps, weight_decay=0)
+        self._init_env_and_model(env, _init_setup_model)
 
     @property
     def _default_log_every_n_steps(self) -> int:

@@ -31,7 +31,7 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.on_policy import obs_as_tensor
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.schedules import get_schedule_fn
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.ars import ARSLinearPolicy, ARSPolicy
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.utils.math import safe_mean
@@ -49,6 +49,9 @@ class ARS(BaseAlgorithm):
 
     Args:
         policy: ``"LinearPolicy"``, ``"MlpPolicy"`` or an :class:`~lit_sb3.policies.ars.ARSPolicy` class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         n_delta: random directions sampled per iteration (``2 * n_delta`` candidate policies).
         n_top: best directions used in the update (default ``n_delta``).
         learning_rate: step size (constant or schedule).
@@ -58,10 +61,12 @@ class ARS(BaseAlgorithm):
         n_eval_episodes: episodes per candidate.
         policy_kwargs: policy arguments.
         stats_window_size: accepted for SB3 compatibility (the logged episode means are those of one iteration).
-        tensorboard_log: accepted for SB3 compatibility (use ``default_root_dir``/loggers instead).
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         seed: random seed.
         verbose: verbosity level.
         device: torch device (``"cpu"`` by default, as sb3-contrib).
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "ars"
@@ -80,6 +85,7 @@ class ARS(BaseAlgorithm):
     def __init__(
         self,
         policy: str | type[ARSPolicy],
+        env: GymEnv | str | None = None,
         n_delta: int = 8,
         n_top: int | None = None,
         learning_rate: float | Schedule = 0.02,
@@ -93,6 +99,7 @@ class ARS(BaseAlgorithm):
         seed: int | None = None,
         verbose: int = 0,
         device: th.device | str = "cpu",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy=policy,
@@ -125,6 +132,7 @@ class ARS(BaseAlgorithm):
         self.tensorboard_log = tensorboard_log
         # an iteration left some env slots mid-episode (idle slots keep stepping): reset before the next one
         self._needs_reset = False
+        self._init_env_and_model(env, _init_setup_model)
 
     # ------------------------------------------------------------------
     # Set-up

@@ -1,8 +1,9 @@
 """BaseAlgorithm: the LightningModule every lit_sb3 algorithm derives from.
 
-The env is not a constructor argument: it comes from an :class:`~lit_sb3.datamodule.RLEnvDataModule` given to
-:meth:`RLTrainer.fit <lit_sb3.trainer.RLTrainer.fit>` (or ``learn(env=...)``). The model builds its networks
-lazily, once the spaces are known. Logging is buffered: scalars are kept as tensors/numbers and sent to every
+The env comes from an :class:`~lit_sb3.datamodule.RLEnvDataModule` given to :meth:`RLTrainer.fit
+<lit_sb3.trainer.RLTrainer.fit>` (or ``learn(env=...)``), or, as in SB3, from the algorithm's constructor
+(``PPO("MlpPolicy", env)``: the networks are built at once). Without an env the model builds its networks lazily,
+once the spaces are known. Logging is buffered: scalars are kept as tensors/numbers and sent to every
 logger in ``trainer.loggers`` once per log interval with ``step = num_timesteps`` (env steps).
 """
 
@@ -14,7 +15,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import lightning as L
 import numpy as np
@@ -88,7 +89,9 @@ class BaseAlgorithm(L.LightningModule):
     search_space: ClassVar[str | None] = None
     automatic_optimization = False
     # constructor arguments that are not stored in saved archives
-    _excluded_save_params: ClassVar[tuple[str, ...]] = ("device",)
+    _excluded_save_params: ClassVar[tuple[str, ...]] = ("device", "env", "_init_setup_model")
+    # SB3's TensorBoard folder of learn() (the algorithms' constructors set it)
+    tensorboard_log: str | None = None
 
     policy: BasePolicy
     # a training_step runs collect/update cycles until at least this many env steps were collected (the families
@@ -172,6 +175,8 @@ class BaseAlgorithm(L.LightningModule):
         self.lr_schedule: Schedule
         # key -> (value, env step when recorded, output formats excluded)
         self._log_buffer: dict[str, tuple[Any, int, tuple[str, ...]]] = {}
+        # key -> number of values averaged by record_mean since the last flush
+        self._log_counts: dict[str, int] = {}
         self.last_logged: dict[str, float] = {}
         self._rl_callback: BaseCallback | None = None
         self._log_interval = 1
@@ -230,6 +235,30 @@ class BaseAlgorithm(L.LightningModule):
         self.n_envs = vec_env.num_envs
         self.env = vec_env
         self._vec_normalize_env = unwrap_vec_normalize(vec_env)
+
+    def _init_env_and_model(self, env: GymEnv | str | None, init_setup_model: bool) -> None:
+        """The end of an algorithm's constructor (SB3's): attach ``env`` (wrapped as SB3 does: Monitor, VecEnv,
+        VecTransposeImage for channel-last images) and, with ``init_setup_model``, build the networks at once.
+
+        Without an env nothing happens: the networks are built once a fit gives the spaces. A subclass of a
+        concrete algorithm passes ``_init_setup_model=False`` (and no env) to its parent and calls this at the end
+        of its own constructor.
+
+        Args:
+            env: the training env (id, gym env, callable returning one, or VecEnv), or None.
+            init_setup_model: build the policy (and buffers) now (SB3's ``_init_setup_model``).
+        """
+        if env is None:
+            return
+        if isinstance(env, (int, float, np.number)) and not isinstance(env, bool):
+            raise TypeError(
+                f"{type(self).__name__}'s second argument is the env, as in SB3 ({type(self).__name__}(policy, env, "
+                f"learning_rate, ...)), got the number {env!r}: pass an env id, a gymnasium.Env, a callable or a "
+                "VecEnv, or give the number by keyword (learning_rate=...)."
+            )
+        self._init_env_metadata(env)
+        if init_setup_model:
+            self._setup_model()
 
     def _check_spaces_match(self, env: VecEnv) -> None:
         if env.observation_space != self.observation_space:
@@ -557,9 +586,34 @@ class BaseAlgorithm(L.LightningModule):
         formats = () if exclude is None else (exclude,) if isinstance(exclude, str) else tuple(exclude)
         self._log_buffer[key] = (value, self.num_timesteps, formats)
 
-    def record_mean(self, key: str, value: Any) -> None:
-        """Buffer one scalar (alias of :meth:`record`, for SB3 compatibility)."""
-        self.record(key, value)
+    def record_mean(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+        """Buffer the running mean of the values recorded under ``key`` since the last flush (SB3's
+        ``logger.record_mean``; tensors stay tensors, ``None`` is skipped).
+
+        Args:
+            key: the metric name.
+            value: one more value.
+            exclude: output formats that must not receive it (see :meth:`record`).
+        """
+        if value is None:
+            return
+        count = self._log_counts.get(key, 0)
+        if count and key in self._log_buffer:
+            old = self._log_buffer[key][0]
+            value = old * (count / (count + 1)) + value / (count + 1)
+        self._log_counts[key] = count + 1
+        self.record(key, value, exclude)
+
+    def dump_records(self, step: int) -> None:
+        """Send everything buffered to the loggers at env step ``step`` (SB3's ``logger.dump(step)``, reached
+        from a callback's ``self.logger.dump``; the automatic dumps keep each value at the step it was recorded).
+
+        Args:
+            step: the x-axis value of every buffered value.
+        """
+        self._log_buffer = {key: (value, step, formats) for key, (value, _, formats) in self._log_buffer.items()}
+        if self._log_buffer:
+            self.log_metrics({}, step=step)
 
     def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
         """Send ``metrics`` (at ``step``, default ``num_timesteps``) and everything buffered (each value at the env
@@ -569,6 +623,7 @@ class BaseAlgorithm(L.LightningModule):
         entries = dict(self._log_buffer)
         entries.update({k: (v, step, ()) for k, v in metrics.items()})
         self._log_buffer = {}
+        self._log_counts = {}
         if not entries:
             return
         tensors = [k for k, (v, _, _) in entries.items() if isinstance(v, th.Tensor)]
@@ -676,37 +731,80 @@ class BaseAlgorithm(L.LightningModule):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
         default_root_dir: str | pathlib.Path | None = None,
+        log_interval: int | None | Literal["default"] = "default",
     ) -> SelfBaseAlgorithm:
         """Train for ``total_timesteps`` env steps (SB3 API; delegates to :meth:`RLTrainer.fit`).
 
+        SB3's calls run unchanged: ``PPO("MlpPolicy", env).learn(10_000, callback, log_interval=1)`` (a callback
+        given in the second position, where SB3 has it, is taken as the callback).
+
+        Where the logs go (SB3's ``tensorboard_log``): with the constructor's ``tensorboard_log`` folder, TensorBoard
+        events under ``<tensorboard_log>/<tb_log_name>_<n>`` (SB3's numbering: one more than the highest existing
+        ``<tb_log_name>_<n>``, the same folder when ``reset_num_timesteps=False``); else, with
+        ``default_root_dir``, RLTrainer's default logger (``<default_root_dir>/lightning_logs/<tb_log_name>_<n>``);
+        else no log folder at all.
+
         Args:
             total_timesteps: env steps to collect.
-            env: the training env (id, gym env, callable or VecEnv); defaults to the env already attached.
-            callback: SB3-style callback(s).
-            log_every_n_steps: log interval (episodes for off-policy, iterations for on-policy).
-            tb_log_name: run name of the default TensorBoard logger (None: the class's ``default_run_name``,
-                SB3's ``"PPO"``, ``"SAC"``, ...).
+            env: the training env (id, gym env, callable or VecEnv); defaults to the constructor's env (or the one
+                attached by the last fit).
+            callback: SB3-style callback(s): a ``BaseCallback``, a list of them, or a function
+                ``f(locals, globals) -> bool``.
+            log_every_n_steps: log interval of the seed's API (episodes off-policy, iterations on-policy; None:
+                the algorithm's default).
+            tb_log_name: run name of the TensorBoard folder (None: the class's ``default_run_name``, SB3's
+                ``"PPO"``, ``"SAC"``, ...); a plain folder name.
             reset_num_timesteps: reset the step counter (False continues it).
             progress_bar: show a progress bar over env steps.
-            default_root_dir: folder for logs.
+            default_root_dir: folder for Lightning's default logger and checkpoints.
+            log_interval: SB3's name: dump the logs every ``log_interval`` episodes (off-policy) or iterations
+                (on-policy); ``None`` turns the automatic dump off (a callback can still ``self.logger.dump``);
+                ``"default"``: ``log_every_n_steps``.
         """
         from lit_sb3.datamodule import RLEnvDataModule
 
+        if callback is None and _is_callback(env):  # SB3's positional form: learn(total_timesteps, callback)
+            env, callback = None, env
+        _check_learn_callback(callback)
+        interval = _learn_log_interval(log_interval, log_every_n_steps)
+        run_name = type(self).default_run_name if tb_log_name is None else tb_log_name
+        _check_run_name(run_name)
         if env is None:
             env = self.env
         if env is None:
-            raise TypeError("learn() requires an env argument (the env is not a constructor argument in lit_sb3).")
+            raise TypeError(
+                f"learn() needs an env: give it to the constructor ({type(self).__name__}(policy, env)) or to "
+                "learn(env=...) (an env id, a gymnasium.Env, a callable or a VecEnv)."
+            )
         dm = RLEnvDataModule(train_env=env, verbose=self.verbose)
         trainer = self.create_trainer(
             max_steps=total_timesteps,
             callback=callback,
-            log_every_n_steps=log_every_n_steps,
-            run_name=type(self).default_run_name if tb_log_name is None else tb_log_name,
+            log_every_n_steps=interval,
+            run_name=run_name,
             reset_num_timesteps=reset_num_timesteps,
             enable_progress_bar=progress_bar,
             default_root_dir=default_root_dir,
+            logger=self._learn_logger(run_name, reset_num_timesteps, default_root_dir),
         )
         return trainer.fit(self, datamodule=dm)  # type: ignore[return-value]
+
+    def _learn_logger(
+        self, run_name: str, reset_num_timesteps: bool, default_root_dir: str | pathlib.Path | None
+    ) -> Any:
+        """The logger of :meth:`learn`: TensorBoard under ``tensorboard_log`` (SB3's folder and numbering), else
+        RLTrainer's default logger when ``default_root_dir`` is given (None), else none (False)."""
+        if self.tensorboard_log is None:
+            return None if default_root_dir is not None else False
+        from lightning.pytorch.loggers import TensorBoardLogger
+
+        from lit_sb3.utils.system import get_latest_run_id
+
+        # SB3's configure_logger: the next number, or the latest folder again when training continues
+        run_id = get_latest_run_id(self.tensorboard_log, run_name) + (1 if reset_num_timesteps else 0)
+        return TensorBoardLogger(
+            save_dir=str(self.tensorboard_log), name="", version=f"{run_name}_{run_id}", default_hp_metric=False
+        )
 
     # ------------------------------------------------------------------
     # Lightning checkpoints: everything needed to continue a run exactly
@@ -910,7 +1008,7 @@ class BaseAlgorithm(L.LightningModule):
             raise BadFileError(
                 f"{where}: the archive holds a {data['algo']} model, not {cls.__name__}; use {data['algo']}.load()."
             )
-        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", "device"}
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self", *cls._excluded_save_params}
         unknown = sorted(set(data["params"]) - accepted)
         if unknown:
             raise BadFileError(
@@ -1034,6 +1132,53 @@ class BaseAlgorithm(L.LightningModule):
             return
         _, tensors = load_archive(load_path_or_dict, device=self.device)
         self._load_tensors(tensors, str(load_path_or_dict), strict=exact_match)
+
+
+def _is_callback(value: Any) -> bool:
+    """Whether ``value`` is a callback object or a non-empty list of them (never an env)."""
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(item, BaseCallback) for item in value)
+    return isinstance(value, BaseCallback)
+
+
+def _check_learn_callback(callback: Any) -> None:
+    """One-line error for a ``learn()`` callback that SB3 would not accept either (checked before any work)."""
+    items = callback if isinstance(callback, list) else [callback]
+    for item in items:
+        if item is not None and not isinstance(item, BaseCallback) and not callable(item):
+            raise TypeError(
+                f"learn()'s callback must be a BaseCallback, a list of them or a function f(locals, globals) -> bool, "
+                f"got {type(item).__name__} {item!r} (learn's positional order is total_timesteps, env, callback, "
+                "...: give log_interval and the others by keyword)."
+            )
+
+
+def _learn_log_interval(log_interval: Any, log_every_n_steps: int | None) -> int | None:
+    """The log interval ``learn()`` hands to RLTrainer: None (the algorithm's default), 0 (no automatic dump,
+    SB3's ``log_interval=None``) or a positive number of episodes/iterations."""
+    if isinstance(log_interval, str) and log_interval == "default":
+        return log_every_n_steps
+    if log_every_n_steps is not None:
+        raise ValueError(
+            "learn() takes log_interval (SB3's name) or log_every_n_steps (the same interval), not both: got "
+            f"log_interval={log_interval!r} and log_every_n_steps={log_every_n_steps!r}."
+        )
+    if log_interval is None:
+        return 0
+    if isinstance(log_interval, bool) or not isinstance(log_interval, (int, np.integer)) or log_interval < 1:
+        raise ValueError(
+            "learn()'s log_interval must be a positive integer (episodes off-policy, iterations on-policy) or None "
+            f"(no automatic dump), got {log_interval!r}."
+        )
+    return int(log_interval)
+
+
+def _check_run_name(name: Any) -> None:
+    """A run name becomes a folder name: one plain path component, nothing that leaves the log folder."""
+    if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise ValueError(
+            f"tb_log_name must be a plain folder name (not empty, no '/', '\\', '.' or '..'), got {name!r}."
+        )
 
 
 def _plain_backward(loss: th.Tensor, **kwargs: Any) -> None:

@@ -24,7 +24,7 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.sac import SAC, _mean
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.batch_renorm import BatchRenorm
 from lit_sb3.policies.crossq import CrossQActor, CrossQCritic, CrossQPolicy, MlpPolicy
@@ -46,6 +46,9 @@ class CrossQ(SAC):
 
     Args:
         policy: ``"MlpPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate (actor, critics and entropy coefficient), constant or schedule.
         buffer_size: replay buffer capacity.
         learning_starts: env steps of uniform random actions before learning.
@@ -65,11 +68,13 @@ class CrossQ(SAC):
         sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
         use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments (``batch_norm_momentum``, ``renorm_warmup_steps``, ...).
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "crossq"
@@ -84,6 +89,7 @@ class CrossQ(SAC):
     def __init__(
         self,
         policy: str | type[CrossQPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 1e-3,
         buffer_size: int = 1_000_000,
         learning_starts: int = 100,
@@ -108,9 +114,11 @@ class CrossQ(SAC):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
+            None,
             learning_rate,
             buffer_size,
             learning_starts,
@@ -136,10 +144,13 @@ class CrossQ(SAC):
             verbose,
             seed,
             device,
-        )  # fmt: skip  (tau=1, target_update_interval=1: unused, CrossQ has no target networks)
+            False,
+        )  # fmt: skip  (tau=1, target_update_interval=1: unused, CrossQ has no target networks; env=None and
+        # _init_setup_model=False: the env is attached and the networks built at the end, as in SB3's subclasses)
         if isinstance(policy_delay, bool) or not isinstance(policy_delay, int) or policy_delay < 1:
             raise ValueError(f"policy_delay must be an integer >= 1, got {policy_delay!r}.")
         self.policy_delay = policy_delay
+        self._init_env_and_model(env, _init_setup_model)
 
     def _setup_model(self) -> None:
         super()._setup_model()

@@ -16,7 +16,7 @@ import torch as th
 from lit_sb3.algorithms.td3 import TD3
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.td3 import TD3Policy
 
 __all__ = ["DDPG"]
@@ -27,6 +27,9 @@ class DDPG(TD3):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate (actor and critic), constant or schedule.
         buffer_size: replay buffer capacity.
         learning_starts: env steps of uniform random actions before learning.
@@ -40,11 +43,13 @@ class DDPG(TD3):
         replay_buffer_kwargs: replay buffer arguments.
         optimize_memory_usage: memory-efficient replay buffer.
         n_steps: n-step returns.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments (``n_critics`` defaults to 1).
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "ddpg"
@@ -54,6 +59,7 @@ class DDPG(TD3):
     def __init__(
         self,
         policy: str | type[TD3Policy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 1e-3,
         buffer_size: int = 1_000_000,
         learning_starts: int = 100,
@@ -72,6 +78,7 @@ class DDPG(TD3):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy=policy,
@@ -92,6 +99,7 @@ class DDPG(TD3):
             tensorboard_log=tensorboard_log,
             verbose=verbose,
             device=device,
+            _init_setup_model=False,
             seed=seed,
             # TD3 without its tricks
             policy_delay=1,
@@ -101,3 +109,4 @@ class DDPG(TD3):
         # a single critic
         if "n_critics" not in self.policy_kwargs:
             self.policy_kwargs["n_critics"] = 1
+        self._init_env_and_model(env, _init_setup_model)

@@ -21,7 +21,7 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.schedules import LinearSchedule
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.dqn import CnnPolicy, DQNPolicy, MlpPolicy, MultiInputPolicy, QNetwork
 
@@ -33,6 +33,9 @@ class DQN(OffPolicyAlgorithm):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate, constant or schedule.
         buffer_size: replay buffer capacity.
         learning_starts: env steps of uniform random actions before learning.
@@ -51,11 +54,13 @@ class DQN(OffPolicyAlgorithm):
         exploration_final_eps: final epsilon.
         max_grad_norm: gradient clipping norm.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "dqn"
@@ -74,6 +79,7 @@ class DQN(OffPolicyAlgorithm):
     def __init__(
         self,
         policy: str | type[DQNPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 1e-4,
         buffer_size: int = 1_000_000,
         learning_starts: int = 100,
@@ -97,6 +103,7 @@ class DQN(OffPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -147,6 +154,7 @@ class DQN(OffPolicyAlgorithm):
         self._n_calls = 0
         # epsilon of the epsilon-greedy exploration
         self.exploration_rate = 0.0
+        self._init_env_and_model(env, _init_setup_model)
 
     def _setup_model(self) -> None:
         super()._setup_model()

@@ -18,7 +18,7 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.core.schedules import get_schedule_fn
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.utils.math import explained_variance
 
@@ -30,6 +30,9 @@ class PPO(OnPolicyAlgorithm):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate, constant or a schedule of ``progress_remaining``.
         n_steps: steps per env per update (rollout size ``n_steps * n_envs``).
         batch_size: minibatch size.
@@ -48,11 +51,13 @@ class PPO(OnPolicyAlgorithm):
         rollout_buffer_kwargs: rollout buffer kwargs.
         target_kl: stop the epochs early when the approximate KL exceeds ``1.5 * target_kl``.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility (use ``default_root_dir``/loggers instead).
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "ppo"
@@ -73,6 +78,7 @@ class PPO(OnPolicyAlgorithm):
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 3e-4,
         n_steps: int = 2048,
         batch_size: int = 64,
@@ -96,6 +102,7 @@ class PPO(OnPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -128,6 +135,7 @@ class PPO(OnPolicyAlgorithm):
         self.normalize_advantage = normalize_advantage
         self.target_kl = target_kl
         self.tensorboard_log = tensorboard_log
+        self._init_env_and_model(env, _init_setup_model)
 
     def _setup_model(self) -> None:
         super()._setup_model()

@@ -19,7 +19,7 @@ fit starts.
 from __future__ import annotations
 
 import pathlib
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import torch as th
@@ -29,7 +29,7 @@ from lit_sb3.algorithms.ppo import PPO
 from lit_sb3.buffers.maskable import MaskableDictRolloutBuffer, MaskableRolloutBuffer
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.core.masking import get_action_masks, is_masking_supported
-from lit_sb3.core.types import MaybeCallback, Schedule
+from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.maskable import (
     MaskableActorCriticCnnPolicy,
@@ -46,6 +46,9 @@ class MaskablePPO(PPO):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a MaskableActorCriticPolicy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate, constant or a schedule of ``progress_remaining``.
         n_steps: steps per env per update.
         batch_size: minibatch size.
@@ -62,11 +65,13 @@ class MaskablePPO(PPO):
         rollout_buffer_kwargs: rollout buffer kwargs.
         target_kl: stop the epochs early when the approximate KL exceeds ``1.5 * target_kl``.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "ppo_mask"
@@ -91,6 +96,7 @@ class MaskablePPO(PPO):
     def __init__(
         self,
         policy: str | type[MaskableActorCriticPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 3e-4,
         n_steps: int = 2048,
         batch_size: int = 64,
@@ -112,6 +118,7 @@ class MaskablePPO(PPO):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -138,7 +145,9 @@ class MaskablePPO(PPO):
             verbose=verbose,
             seed=seed,
             device=device,
+            _init_setup_model=False,
         )
+        self._init_env_and_model(env, _init_setup_model)
 
     # ------------------------------------------------------------------
     # Set-up: masked policy and buffer
@@ -199,6 +208,7 @@ class MaskablePPO(PPO):
         progress_bar: bool = False,
         default_root_dir: str | pathlib.Path | None = None,
         use_masking: bool = True,
+        log_interval: int | None | Literal["default"] = "default",
     ) -> MaskablePPO:
         """Train for ``total_timesteps`` env steps (see :meth:`BaseAlgorithm.learn`), with or without the masks.
 
@@ -213,6 +223,7 @@ class MaskablePPO(PPO):
             default_root_dir: folder for logs.
             use_masking: sample and train under the env's action masks (False: every action allowed, as
                 sb3-contrib's ``learn(use_masking=False)``; sets :attr:`use_masking`).
+            log_interval: SB3's name of the log interval (iterations; None: no automatic dump).
         """
         self.use_masking = bool(use_masking)
         return super().learn(  # type: ignore[return-value]
@@ -224,6 +235,7 @@ class MaskablePPO(PPO):
             reset_num_timesteps=reset_num_timesteps,
             progress_bar=progress_bar,
             default_root_dir=default_root_dir,
+            log_interval=log_interval,
         )
 
     def predict(  # type: ignore[override]

@@ -25,7 +25,7 @@ from gymnasium import spaces
 from lit_sb3.algorithms.ppo import PPO
 from lit_sb3.buffers.recurrent import RecurrentDictRolloutBuffer, RecurrentRolloutBuffer
 from lit_sb3.buffers.rollout import RolloutBuffer
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.recurrent import (
     RecurrentActorCriticCnnPolicy,
@@ -43,6 +43,9 @@ class RecurrentPPO(PPO):
 
     Args:
         policy: ``"MlpLstmPolicy"``, ``"CnnLstmPolicy"``, ``"MultiInputLstmPolicy"`` or a recurrent policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate, constant or a schedule of ``progress_remaining``.
         n_steps: steps per env per update.
         batch_size: transitions per minibatch (before padding into sequences).
@@ -59,12 +62,14 @@ class RecurrentPPO(PPO):
         sde_sample_freq: gSDE noise resampling frequency.
         target_kl: stop the epochs early when the approximate KL exceeds ``1.5 * target_kl``.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments (``lstm_hidden_size``, ``n_lstm_layers``, ``shared_lstm``,
             ``enable_critic_lstm``, ``lstm_kwargs``, ...).
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "ppo_lstm"
@@ -85,6 +90,7 @@ class RecurrentPPO(PPO):
     def __init__(
         self,
         policy: str | type[RecurrentActorCriticPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 3e-4,
         n_steps: int = 128,
         batch_size: int = 128,
@@ -106,6 +112,7 @@ class RecurrentPPO(PPO):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -130,8 +137,10 @@ class RecurrentPPO(PPO):
             verbose=verbose,
             seed=seed,
             device=device,
+            _init_setup_model=False,
         )
         self._last_lstm_states: RNNStates | None = None
+        self._init_env_and_model(env, _init_setup_model)
 
     # ------------------------------------------------------------------
     # Set-up: recurrent policy, buffer and the training envs' LSTM states

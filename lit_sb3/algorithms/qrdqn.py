@@ -19,7 +19,7 @@ from torch import nn
 
 from lit_sb3.algorithms.dqn import DQN
 from lit_sb3.buffers.replay import ReplayBuffer
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.qrdqn import CnnPolicy, MlpPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
 from lit_sb3.policies.registry import register_class
@@ -38,6 +38,9 @@ class QRDQN(DQN):
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class
             (``policy_kwargs=dict(n_quantiles=...)`` sets N, default 200).
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate, constant or schedule.
         buffer_size: replay buffer capacity.
         learning_starts: env steps of uniform random actions before learning.
@@ -56,12 +59,14 @@ class QRDQN(DQN):
         exploration_final_eps: final epsilon.
         max_grad_norm: gradient clipping norm (None: no clipping).
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments; without ``optimizer_class``, Adam with ``eps=0.01 / batch_size``
             (the paper's setting, as sb3-contrib).
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "qrdqn"
@@ -80,6 +85,7 @@ class QRDQN(DQN):
     def __init__(
         self,
         policy: str | type[QRDQNPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 5e-5,
         buffer_size: int = 1_000_000,
         learning_starts: int = 100,
@@ -103,12 +109,15 @@ class QRDQN(DQN):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
+        # env=None, _init_setup_model=False: the env is attached and the networks built at the end
         super().__init__(
-            policy, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq, gradient_steps,
-            replay_buffer_class, replay_buffer_kwargs, optimize_memory_usage, n_steps, target_update_interval,
-            exploration_fraction, exploration_initial_eps, exploration_final_eps, max_grad_norm,  # type: ignore[arg-type]
-            stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device,
+            policy, None, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq,
+            gradient_steps, replay_buffer_class, replay_buffer_kwargs, optimize_memory_usage, n_steps,
+            target_update_interval, exploration_fraction, exploration_initial_eps, exploration_final_eps,
+            max_grad_norm,  # type: ignore[arg-type]
+            stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device, False,
         )  # fmt: skip
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}.")
@@ -116,6 +125,7 @@ class QRDQN(DQN):
             # the paper's Adam epsilon (0.01 / batch size); fused, as every lit_sb3 Adam
             self.policy_kwargs["optimizer_class"] = th.optim.Adam
             self.policy_kwargs["optimizer_kwargs"] = dict(eps=0.01 / batch_size)
+        self._init_env_and_model(env, _init_setup_model)
 
     def _create_aliases(self) -> None:
         self.quantile_net = self.policy.quantile_net

@@ -22,7 +22,7 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import Actor, CnnPolicy, ContinuousCritic, MlpPolicy, MultiInputPolicy, SACPolicy
 
@@ -62,6 +62,9 @@ class SAC(OffPolicyAlgorithm):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate (actor, critics and entropy coefficient), constant or schedule.
         buffer_size: replay buffer capacity.
         learning_starts: env steps of uniform random actions before learning.
@@ -82,11 +85,13 @@ class SAC(OffPolicyAlgorithm):
         sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
         use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility (use ``default_root_dir``/loggers instead).
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "sac"
@@ -106,6 +111,7 @@ class SAC(OffPolicyAlgorithm):
     def __init__(
         self,
         policy: str | type[SACPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 3e-4,
         buffer_size: int = 1_000_000,
         learning_starts: int = 100,
@@ -131,6 +137,7 @@ class SAC(OffPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -175,6 +182,7 @@ class SAC(OffPolicyAlgorithm):
         self.target_update_interval = target_update_interval
         self.ent_coef_optimizer: th.optim.Optimizer | None = None
         self.tensorboard_log = tensorboard_log
+        self._init_env_and_model(env, _init_setup_model)
 
     def _setup_model(self) -> None:
         super()._setup_model()

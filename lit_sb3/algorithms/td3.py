@@ -19,7 +19,7 @@ from torch.nn import functional as F
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import ContinuousCritic
 from lit_sb3.policies.td3 import Actor, CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
@@ -36,6 +36,9 @@ class TD3(OffPolicyAlgorithm):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate (actor and critics), constant or schedule.
         buffer_size: replay buffer capacity.
         learning_starts: env steps of uniform random actions before learning.
@@ -53,11 +56,13 @@ class TD3(OffPolicyAlgorithm):
         target_policy_noise: std of the Gaussian noise added to the target actions (smoothing).
         target_noise_clip: clip of that noise.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "td3"
@@ -78,6 +83,7 @@ class TD3(OffPolicyAlgorithm):
     def __init__(
         self,
         policy: str | type[TD3Policy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 1e-3,
         buffer_size: int = 1_000_000,
         learning_starts: int = 100,
@@ -100,6 +106,7 @@ class TD3(OffPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -134,6 +141,7 @@ class TD3(OffPolicyAlgorithm):
         self.target_noise_clip = target_noise_clip
         self.target_policy_noise = target_policy_noise
         self.tensorboard_log = tensorboard_log
+        self._init_env_and_model(env, _init_setup_model)
 
     def _setup_model(self) -> None:
         super()._setup_model()

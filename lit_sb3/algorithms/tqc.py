@@ -21,7 +21,7 @@ from torch import nn
 from lit_sb3.algorithms.sac import SAC, _mean
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import register_class
 from lit_sb3.policies.tqc import CnnPolicy, MlpPolicy, MultiInputPolicy, QuantileCritic, TQCPolicy
@@ -40,6 +40,9 @@ class TQC(SAC):
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class
             (``policy_kwargs=dict(n_quantiles=25, n_critics=2)`` by default).
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate (actor, critics and entropy coefficient), constant or schedule.
         buffer_size: replay buffer capacity.
         learning_starts: env steps of uniform random actions before learning.
@@ -61,11 +64,13 @@ class TQC(SAC):
         sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
         use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility.
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "tqc"
@@ -84,6 +89,7 @@ class TQC(SAC):
     def __init__(
         self,
         policy: str | type[TQCPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 3e-4,
         buffer_size: int = 1_000_000,
         learning_starts: int = 100,
@@ -110,12 +116,14 @@ class TQC(SAC):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
+        # env=None, _init_setup_model=False: the env is attached and the networks built at the end
         super().__init__(
-            policy, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq, gradient_steps,
-            action_noise, replay_buffer_class, replay_buffer_kwargs, optimize_memory_usage, n_steps, ent_coef,
-            target_update_interval, target_entropy, use_sde, sde_sample_freq, use_sde_at_warmup, stats_window_size,
-            tensorboard_log, policy_kwargs, verbose, seed, device,
+            policy, None, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq,
+            gradient_steps, action_noise, replay_buffer_class, replay_buffer_kwargs, optimize_memory_usage, n_steps,
+            ent_coef, target_update_interval, target_entropy, use_sde, sde_sample_freq, use_sde_at_warmup,
+            stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device, False,
         )  # fmt: skip
         if (
             isinstance(top_quantiles_to_drop_per_net, bool)
@@ -132,6 +140,7 @@ class TQC(SAC):
                 f"smaller than n_quantiles={n_quantiles}."
             )
         self.top_quantiles_to_drop_per_net = top_quantiles_to_drop_per_net
+        self._init_env_and_model(env, _init_setup_model)
 
     def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
         """TQC update: ``gradient_steps`` steps of entropy-coefficient, critic and actor updates.

@@ -28,7 +28,7 @@ from torch.nn import functional as F
 
 from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
 from lit_sb3.buffers.rollout import RolloutBuffer
-from lit_sb3.core.types import Schedule
+from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.policies.distributions import kl_divergence
 from lit_sb3.utils.math import explained_variance
@@ -100,6 +100,9 @@ class TRPO(OnPolicyAlgorithm):
 
     Args:
         policy: ``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"`` or a policy class.
+        env: the training env (an env id, a gymnasium.Env, a callable returning one, or a VecEnv), wrapped as SB3
+            does (Monitor, VecEnv, VecTransposeImage for channel-last images); None: given later to
+            ``learn(env=...)`` or by an :class:`~lit_sb3.datamodule.RLEnvDataModule`.
         learning_rate: learning rate of the value function (constant or schedule).
         n_steps: steps per env per update (rollout size ``n_steps * n_envs``).
         batch_size: minibatch size of the value-function updates.
@@ -118,11 +121,13 @@ class TRPO(OnPolicyAlgorithm):
         target_kl: the trust region: maximum KL between the old and the new policy.
         sub_sampling_factor: use every k-th sample of the (shuffled) rollout for the policy step (faster).
         stats_window_size: episodes averaged for logging.
-        tensorboard_log: accepted for SB3 compatibility (use ``default_root_dir``/loggers instead).
+        tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
+            None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments.
         verbose: verbosity level.
         seed: random seed.
         device: torch device.
+        _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
     """
 
     zoo_name: ClassVar[str] = "trpo"
@@ -143,6 +148,7 @@ class TRPO(OnPolicyAlgorithm):
     def __init__(
         self,
         policy: str | type[ActorCriticPolicy],
+        env: GymEnv | str | None = None,
         learning_rate: float | Schedule = 1e-3,
         n_steps: int = 2048,
         batch_size: int = 128,
@@ -166,6 +172,7 @@ class TRPO(OnPolicyAlgorithm):
         verbose: int = 0,
         seed: int | None = None,
         device: th.device | str = "auto",
+        _init_setup_model: bool = True,
     ) -> None:
         super().__init__(
             policy,
@@ -213,6 +220,7 @@ class TRPO(OnPolicyAlgorithm):
         self.target_kl = target_kl
         self.sub_sampling_factor = sub_sampling_factor
         self.tensorboard_log = tensorboard_log
+        self._init_env_and_model(env, _init_setup_model)
 
     def _setup_model(self) -> None:
         super()._setup_model()

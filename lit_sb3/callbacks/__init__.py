@@ -6,6 +6,7 @@ from lit_sb3.callbacks.base import (
     ConvertCallback,
     EventCallback,
     EveryNTimesteps,
+    LogEveryNTimesteps,
     StopTrainingOnMaxEpisodes,
 )
 from lit_sb3.callbacks.checkpoint import CheckpointCallback, EnvStepCheckpoint
@@ -31,6 +32,7 @@ __all__ = [
     "EvalCallback",
     "EventCallback",
     "EveryNTimesteps",
+    "LogEveryNTimesteps",
     "ProgressBarCallback",
     "StopTrainingOnMaxEpisodes",
     "StopTrainingOnNoModelImprovement",

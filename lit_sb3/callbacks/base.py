@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from lightning.pytorch.callbacks import Callback as LightningCallback
 
+from lit_sb3.core.logger import Logger
+
 if TYPE_CHECKING:
     from lit_sb3.algorithms.base import BaseAlgorithm
 
@@ -22,12 +24,17 @@ __all__ = [
     "ConvertCallback",
     "EventCallback",
     "EveryNTimesteps",
+    "LogEveryNTimesteps",
     "StopTrainingOnMaxEpisodes",
 ]
 
 
 class BaseCallback(LightningCallback, ABC):
     """Base class for RL callbacks.
+
+    Once bound to a model, ``self.logger`` is SB3's logger API over the run's loggers
+    (:class:`~lit_sb3.core.logger.Logger`): ``self.logger.record("custom/x", value)`` reaches TensorBoard, CSV,
+    MLflow, ... with the model's next dump, at the env step it was recorded; ``self.logger.dump(step)`` sends at once.
 
     Args:
         verbose: 0 no output, 1 info messages, 2 debug messages.
@@ -42,6 +49,7 @@ class BaseCallback(LightningCallback, ABC):
         self.globals: dict[str, Any] = {}
         self.parent: BaseCallback | None = None
         self.model: BaseAlgorithm | None = None
+        self.logger: Logger | None = None
 
     @property
     def training_env(self):
@@ -51,6 +59,7 @@ class BaseCallback(LightningCallback, ABC):
     def init_callback(self, model: BaseAlgorithm) -> None:
         """Bind the callback to ``model`` (called once per ``fit``)."""
         self.model = model
+        self.logger = Logger(model)
         self._init_callback()
 
     def _init_callback(self) -> None:
@@ -232,6 +241,22 @@ class EveryNTimesteps(EventCallback):
         if (self.num_timesteps - self.last_time_trigger) >= self.n_steps:
             self.last_time_trigger = self.num_timesteps
             return self._on_event()
+        return True
+
+
+class LogEveryNTimesteps(EveryNTimesteps):
+    """Dump the logs every ``n_steps`` env steps (SB3's; pair it with ``learn(log_interval=None)``).
+
+    Args:
+        n_steps: number of env steps between two dumps.
+    """
+
+    def __init__(self, n_steps: int) -> None:
+        super().__init__(n_steps, callback=ConvertCallback(self._log_data))
+
+    def _log_data(self, _locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
+        assert self.logger is not None
+        self.logger.dump(self.num_timesteps)
         return True
 
 

@@ -32,6 +32,7 @@ from lit_sb3.vec_env.util import (
     unwrap_vec_wrapper,
 )
 from lit_sb3.vec_env.vec_check_nan import VecCheckNan
+from lit_sb3.vec_env.vec_extract_dict_obs import VecExtractDictObs
 from lit_sb3.vec_env.vec_frame_stack import VecFrameStack
 from lit_sb3.vec_env.vec_monitor import VecMonitor
 from lit_sb3.vec_env.vec_normalize import VecNormalize
@@ -51,6 +52,7 @@ __all__ = [
     "VecEnvObs",
     "VecEnvStepReturn",
     "VecEnvWrapper",
+    "VecExtractDictObs",
     "VecFrameStack",
     "VecMonitor",
     "VecNormalize",

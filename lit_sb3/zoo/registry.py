@@ -84,8 +84,9 @@ def algo_observation_spaces(name: str) -> tuple[type[spaces.Space], ...]:
 def _signature_params(cls: type) -> dict[str, inspect.Parameter]:
     params = dict(inspect.signature(cls).parameters)
     params.pop("self", None)
-    # SB3 classes (used as stand-ins in tests) take the env in the constructor; lit_sb3's do not.
+    # the env comes from the job, and the networks are built by the fit: neither is a hyperparameter
     params.pop("env", None)
+    params.pop("_init_setup_model", None)
     return {
         k: p
         for k, p in params.items()

@@ -1,0 +1,96 @@
+"""SB3's ``Logger`` API over a model's buffered logging: what SB3 code reaches for as ``self.logger`` in a callback.
+
+In SB3 a callback's ``self.logger`` is the algorithm's logger: ``record`` stores a value, the algorithm's next
+automatic dump (every ``log_interval``) or an explicit ``dump(step)`` writes everything stored to the output
+formats. Here the values go into the model's log buffer (:meth:`BaseAlgorithm.record
+<lit_sb3.algorithms.base.BaseAlgorithm.record>`), which is sent to every logger of the run (``trainer.loggers``:
+TensorBoard, CSV, MLflow, ...) with ``step = env steps``. The logger keeps no state of its own: every callback
+bound to the same model sees the same values.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import torch as th
+
+if TYPE_CHECKING:
+    from lit_sb3.algorithms.base import BaseAlgorithm
+
+__all__ = ["Logger"]
+
+
+class Logger:
+    """SB3's ``Logger`` (``record``, ``record_mean``, ``dump``, ``name_to_value``, ...) for one model.
+
+    Scalars (numbers, numpy scalars, 0-d tensors) reach the run's loggers; other values (strings, SB3's
+    ``Figure``/``Image``/``Video``) stay readable in :attr:`name_to_value` but are not sent, since Lightning's
+    ``log_metrics`` takes scalars only.
+
+    Args:
+        model: the algorithm whose log buffer this logger writes to.
+    """
+
+    def __init__(self, model: BaseAlgorithm) -> None:
+        self.model = model
+
+    def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+        """Store ``value`` under ``key`` until the next dump (a later value replaces it).
+
+        Args:
+            key: the metric name (``"train/my_value"``).
+            value: the value.
+            exclude: output formats that must not receive it (``"tensorboard"``, ``"csv"``, ``"mlflow"``, ...:
+                matched against the logger class names).
+        """
+        self.model.record(key, value, exclude)
+
+    def record_mean(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+        """Store the running mean of the values recorded under ``key`` since the last dump (``None`` is skipped).
+
+        Args:
+            key: the metric name.
+            value: one more value.
+            exclude: output formats that must not receive it.
+        """
+        self.model.record_mean(key, value, exclude)
+
+    def dump(self, step: int = 0) -> None:
+        """Send every stored value to the run's loggers at ``step`` (SB3 callbacks pass ``self.num_timesteps``).
+
+        Args:
+            step: the x-axis value (env steps).
+        """
+        self.model.dump_records(int(step))
+
+    @property
+    def name_to_value(self) -> defaultdict[str, Any]:
+        """The values stored since the last dump (a copy; tensors as Python numbers; a missing key reads 0.0, as
+        in SB3)."""
+        values: defaultdict[str, Any] = defaultdict(float)
+        for key, (value, _, _) in self.model._log_buffer.items():
+            values[key] = value.item() if isinstance(value, th.Tensor) and value.numel() == 1 else value
+        return values
+
+    @property
+    def name_to_count(self) -> defaultdict[str, int]:
+        """How many values :meth:`record_mean` averaged under each key since the last dump (a copy)."""
+        return defaultdict(int, self.model._log_counts)
+
+    @property
+    def name_to_excluded(self) -> defaultdict[str, tuple[str, ...]]:
+        """The output formats excluded for each stored key (a copy)."""
+        return defaultdict(tuple, {key: formats for key, (_, _, formats) in self.model._log_buffer.items()})
+
+    def get_dir(self) -> str | None:
+        """The log folder of the run's first logger that has one, else None."""
+        try:
+            loggers = self.model.trainer.loggers
+        except RuntimeError:  # not attached to a trainer
+            return None
+        for logger in loggers:
+            log_dir = getattr(logger, "log_dir", None)
+            if log_dir is not None:
+                return str(log_dir)
+        return None
