@@ -802,9 +802,12 @@ class BaseAlgorithm(L.LightningModule):
 
         # SB3's configure_logger: the next number, or the latest folder again when training continues
         run_id = get_latest_run_id(self.tensorboard_log, run_name) + (1 if reset_num_timesteps else 0)
-        return TensorBoardLogger(
+        logger = TensorBoardLogger(
             save_dir=str(self.tensorboard_log), name="", version=f"{run_name}_{run_id}", default_hp_metric=False
         )
+        if self.verbose >= 1:
+            print(f"Logging to {logger.log_dir}")
+        return logger
 
     # ------------------------------------------------------------------
     # Lightning checkpoints: everything needed to continue a run exactly

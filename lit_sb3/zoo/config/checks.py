@@ -329,8 +329,14 @@ def constructor_hints(cls: type) -> tuple[dict[str, inspect.Parameter], dict[str
     params.pop("self", None)
     var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     params = {k: p for k, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    from lit_sb3.callbacks.base import BaseCallback
+    from lit_sb3.vec_env import VecEnv
+
+    # the library's type aliases name these as strings (GymEnv = Union[gym.Env, "VecEnv"]): an algorithm's
+    # `env: GymEnv | str | None` resolves even in a module that does not import VecEnv itself
+    forward_refs = {"VecEnv": VecEnv, "BaseCallback": BaseCallback}
     try:
-        hints = typing.get_type_hints(cls.__init__)
+        hints = typing.get_type_hints(cls.__init__, localns=forward_refs)
     except Exception:  # noqa: BLE001 - an annotation that cannot be evaluated is simply not checked
         hints = {}
     return params, hints, var_kw
