@@ -93,6 +93,9 @@ def test_every_registered_algorithm_signature_follows_sb3():
         assert [p for p in ours if p in theirs] == theirs, name
         # the env's annotation resolves: bench still type-checks every hyperparameter (all or none resolve)
         assert "env" in constructor_hints(algorithm_class(name))[1], name
+        # learn()'s default log interval is SB3's (4 episodes off-policy, 1 iteration on-policy, A2C 100)
+        sb3_default = inspect.signature(sb3_class.learn).parameters["log_interval"].default
+        assert algorithm_class(name)("MlpPolicy")._default_log_every_n_steps == sb3_default, name
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))

@@ -40,7 +40,7 @@ class FitContext:
         callback: the trainer's SB3-style callback(s) (``rl_callback``), any form SB3 accepts.
         progress_bar: show a progress bar over env steps.
         log_interval: dump logs every n episodes (off-policy) or iterations (on-policy); ``None``: the
-            algorithm's default.
+            algorithm's default; ``0``: no automatic dump (SB3's ``learn(log_interval=None)``).
         run_name: name of the run (default TensorBoard logger folder).
         single_cycle: one cycle per ``training_step``, with its update even during the warm-up
             (``fast_dev_run``).
