@@ -64,6 +64,7 @@ class CrossQ(SAC):
         use_sde: gSDE exploration instead of Gaussian noise.
         sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
         use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: accepted for SB3 compatibility.
         policy_kwargs: policy arguments (``batch_norm_momentum``, ``renorm_warmup_steps``, ...).
@@ -102,6 +103,7 @@ class CrossQ(SAC):
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         use_sde_at_warmup: bool = False,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -130,6 +132,7 @@ class CrossQ(SAC):
             use_sde,
             sde_sample_freq,
             use_sde_at_warmup,
+            monitor_wrapper,
             stats_window_size,
             tensorboard_log,
             policy_kwargs,

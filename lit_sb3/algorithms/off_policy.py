@@ -338,6 +338,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def _on_device_ready(self) -> None:
         if self.replay_buffer is not None:
             self.replay_buffer.device = self.device
+            # samples reach the networks in their dtype (precision="bf16-true"/"64-true"), float32 otherwise
+            dtype = next(self.policy.parameters()).dtype
+            self.replay_buffer.sample_float_dtype = None if dtype == th.float32 else dtype
         self._build_param_lists()
 
     def _build_param_lists(self) -> None:

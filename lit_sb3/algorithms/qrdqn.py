@@ -55,6 +55,7 @@ class QRDQN(DQN):
         exploration_initial_eps: initial epsilon.
         exploration_final_eps: final epsilon.
         max_grad_norm: gradient clipping norm (None: no clipping).
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: accepted for SB3 compatibility.
         policy_kwargs: policy arguments; without ``optimizer_class``, Adam with ``eps=0.01 / batch_size``
@@ -97,6 +98,7 @@ class QRDQN(DQN):
         exploration_initial_eps: float = 1.0,
         exploration_final_eps: float = 0.01,
         max_grad_norm: float | None = None,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -108,7 +110,7 @@ class QRDQN(DQN):
             policy, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq, gradient_steps,
             replay_buffer_class, replay_buffer_kwargs, optimize_memory_usage, n_steps, target_update_interval,
             exploration_fraction, exploration_initial_eps, exploration_final_eps, max_grad_norm,  # type: ignore[arg-type]
-            stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device,
+            monitor_wrapper, stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device,
         )  # fmt: skip
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}.")

@@ -409,6 +409,8 @@ class BasePolicy(BaseModel, ABC):
         obs_tensor, vectorized_env = self.obs_to_tensor(observation)
         with th.inference_mode():
             actions_t = self._predict(obs_tensor, deterministic=deterministic)
+        if actions_t.dtype in (th.bfloat16, th.float16):  # precision="bf16-true": numpy has no bfloat16
+            actions_t = actions_t.float()
         actions = actions_t.cpu().numpy().reshape((-1, *self.action_space.shape))  # type: ignore[misc]
         if isinstance(self.action_space, spaces.Box):
             if self.squash_output:
