@@ -8,6 +8,7 @@ logger in ``trainer.loggers`` once per log interval with ``step = num_timesteps`
 
 from __future__ import annotations
 
+import difflib
 import io
 import pathlib
 import random
@@ -89,6 +90,16 @@ class BaseAlgorithm(L.LightningModule):
     automatic_optimization = False
     # constructor arguments that are not stored in saved archives
     _excluded_save_params: ClassVar[tuple[str, ...]] = ("device",)
+    # what an archive holds besides the constructor arguments, which ``load(custom_objects=...)`` may replace as
+    # SB3's does: the learning-rate schedule and the counters (the families add their schedules)
+    _loaded_attributes: ClassVar[tuple[str, ...]] = (
+        "lr_schedule",
+        "num_timesteps",
+        "_total_timesteps",
+        "_episode_num",
+        "_n_updates",
+        "_current_progress_remaining",
+    )
 
     policy: BasePolicy
     # a training_step runs collect/update cycles until at least this many env steps were collected (the families
@@ -832,16 +843,20 @@ class BaseAlgorithm(L.LightningModule):
     ) -> None:
         """Save the model to a zip archive (JSON + tensors; loading it never runs code from it).
 
+        As in SB3, ``include`` wins over ``exclude``; a loaded model gets the constructor's default for each
+        argument not stored. Names that are not constructor arguments are ignored, the policy class is always
+        stored (SB3 keeps it apart too) and the device never is (``load(device=...)`` chooses it).
+
         Args:
             path: file path (``.zip`` added when missing) or a writable buffer.
             exclude: constructor arguments not to store.
-            include: accepted for SB3 compatibility (everything needed is stored).
+            include: arguments to store even when they are in ``exclude``.
         """
         from lit_sb3.utils.system import get_system_info
 
         if not self.policy_ready:
             raise RuntimeError("Nothing to save: the model has no policy yet (train or load it first).")
-        exclude = set(exclude or ())
+        exclude = set(exclude or ()) - set(include or ()) - {"policy"}
         params = {}
         for key, value in self._constructor_params().items():
             if key in exclude:
@@ -894,10 +909,14 @@ class BaseAlgorithm(L.LightningModule):
             path: archive path or readable buffer.
             env: env to attach (its spaces must match the saved ones).
             device: device for the model.
-            custom_objects: constructor arguments replacing the stored ones.
+            custom_objects: values replacing what the archive holds, as in SB3: stored constructor arguments
+                (``learning_rate``, ``clip_range``, ...) and the other stored values (``lr_schedule``, the counters,
+                DQN's ``exploration_schedule``); keys the archive does not hold are ignored (the RL Zoo passes the
+                same keys for every algorithm).
             print_system_info: print the versions stored in the archive and the current ones (as SB3 does).
             force_reset: reset the env before further training.
-            kwargs: more constructor arguments replacing the stored ones.
+            kwargs: constructor arguments or stored values to set (``policy_kwargs`` must equal the stored ones,
+                as in SB3); an unknown name is an error.
         """
         import inspect
 
@@ -929,8 +948,31 @@ class BaseAlgorithm(L.LightningModule):
                 check_declared_buffer(params["n_steps"] * n_envs, observation_space, action_space)
         except (ValueError, TypeError, KeyError) as exc:
             raise BadFileError(f"{where}: {' '.join(str(exc).split())}") from None
-        params.update(custom_objects or {})
-        params.update(kwargs)
+        # SB3: custom_objects replace what the archive holds and nothing else
+        late: dict[str, Any] = {}
+        for key, value in (custom_objects or {}).items():
+            if key in params:
+                params[key] = value
+            elif key in cls._loaded_attributes:
+                late[key] = value
+        if "policy_kwargs" in kwargs and kwargs["policy_kwargs"] != params.get("policy_kwargs"):
+            raise ValueError(
+                "The specified policy kwargs do not equal the stored policy kwargs. "
+                f"Stored kwargs: {params.get('policy_kwargs')}, specified kwargs: {kwargs['policy_kwargs']}"
+            )
+        for key, value in kwargs.items():
+            if key in accepted:
+                params[key] = value
+            elif key in cls._loaded_attributes:
+                late[key] = value
+            else:
+                known = sorted(accepted | set(cls._loaded_attributes))
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(
+                    f"{cls.__name__}.load() got the unknown argument {key!r}{hint}; it takes constructor arguments "
+                    f"and stored values: {', '.join(known)}."
+                )
         model = cls(device=device, **params)
         model.observation_space = observation_space
         model.action_space = action_space
@@ -959,6 +1001,8 @@ class BaseAlgorithm(L.LightningModule):
             model._load_extra_save_data(data)
         except (ValueError, TypeError, KeyError) as exc:
             raise BadFileError(f"{where}: bad counters in data.json: {' '.join(str(exc).split())}") from None
+        for key, value in late.items():
+            setattr(model, key, value)
         if print_system_info:
             from lit_sb3.utils.system import get_system_info
 
@@ -970,8 +1014,9 @@ class BaseAlgorithm(L.LightningModule):
             model._last_obs = None
         return model
 
-    def _load_tensors(self, tensors: dict[str, Any], where: str, strict: bool) -> None:
-        """Load an archive's ``model`` state dict and optimizer states, each mismatch one :class:`BadFileError`."""
+    def _load_tensors(self, tensors: dict[str, Any], where: str, strict: bool, partial: bool = False) -> None:
+        """Load an archive's ``model`` state dict and optimizer states, each mismatch one :class:`BadFileError`
+        (``partial``: tensors missing from the archive or unknown to the model are skipped, shapes still checked)."""
         state = tensors["model"]
         if not isinstance(state, dict) or not all(isinstance(v, th.Tensor) for v in state.values()):
             raise BadFileError(f"{where}: model.pth must hold a dict of tensors")
@@ -983,7 +1028,7 @@ class BaseAlgorithm(L.LightningModule):
                     f"{tuple(expected[key].shape)}"
                 )
         missing, unexpected = self.load_state_dict(state, strict=False)
-        if unexpected or [k for k in missing if strict or not k.startswith("replay")]:
+        if not partial and (unexpected or [k for k in missing if strict or not k.startswith("replay")]):
             raise BadFileError(
                 f"{where}: the archive does not match {type(self).__name__}'s networks "
                 f"(missing {list(missing)[:5]}, unexpected {list(unexpected)[:5]})"
@@ -1010,30 +1055,35 @@ class BaseAlgorithm(L.LightningModule):
         exact_match: bool = True,
         device: th.device | str = "auto",
     ) -> None:
-        """Load parameters from :meth:`get_parameters` output or from an archive.
+        """Load parameters from :meth:`get_parameters` output or from an archive (SB3's ``set_parameters``).
 
         Args:
-            load_path_or_dict: a dict like :meth:`get_parameters` returns, or an archive path.
-            exact_match: require every object to be present.
+            load_path_or_dict: a dict like :meth:`get_parameters` returns (``"policy"``, ``"policy.optimizer"``,
+                ...), or an archive path.
+            exact_match: every object (and every tensor of the policy) must be given; ``False`` loads what is
+                given and leaves the rest as it is (tensor shapes must still match).
             device: unused (tensors go to the model's device).
         """
-        if isinstance(load_path_or_dict, dict):
-            params = load_path_or_dict
-            self.policy.load_state_dict(params["policy"])
-            optimizers = self._optimizers_to_save()
-            for name, state in params.items():
-                if name == "policy":
-                    continue
-                if name not in optimizers:
-                    raise ValueError(f"Unknown object {name!r}; known: {['policy', *optimizers]}")
-                optimizers[name].load_state_dict(state)
-            if exact_match:
-                missing = set(optimizers) - set(params)
-                if missing:
-                    raise ValueError(f"Missing objects {sorted(missing)} (exact_match=True).")
+        if not isinstance(load_path_or_dict, dict):
+            _, tensors = load_archive(load_path_or_dict, device=self.device)
+            self._load_tensors(tensors, str(load_path_or_dict), strict=exact_match, partial=not exact_match)
             return
-        _, tensors = load_archive(load_path_or_dict, device=self.device)
-        self._load_tensors(tensors, str(load_path_or_dict), strict=exact_match)
+        params = load_path_or_dict
+        optimizers = self._optimizers_to_save()
+        known = ["policy", *optimizers]
+        unknown = [name for name in params if name not in known]
+        if unknown:
+            raise ValueError(f"Unknown object {unknown[0]!r} in the parameters; known: {known}")
+        if exact_match and set(params) != set(known):
+            raise ValueError(
+                f"Names of parameters do not match the agent's (exact_match=True): expected {known}, got "
+                f"{list(params)}; pass exact_match=False to load some of them."
+            )
+        if "policy" in params:
+            self.policy.load_state_dict(params["policy"], strict=exact_match)
+        for name, state in params.items():
+            if name != "policy":
+                optimizers[name].load_state_dict(state)
 
 
 def _plain_backward(loss: th.Tensor, **kwargs: Any) -> None:

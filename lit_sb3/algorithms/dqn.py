@@ -63,6 +63,7 @@ class DQN(OffPolicyAlgorithm):
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
     default_run_name: ClassVar[str] = "DQN"
     search_space: ClassVar[str | None] = "dqn"
+    _loaded_attributes: ClassVar[tuple[str, ...]] = (*OffPolicyAlgorithm._loaded_attributes, "exploration_schedule")
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
