@@ -210,6 +210,13 @@ class BaseAlgorithm(L.LightningModule):
         support_multi_env = self._support_multi_env if support_multi_env is None else support_multi_env
         vec_env = self._wrap_env(env)
         check_for_nested_spaces(vec_env.observation_space)
+        multi_input = [alias for alias in type(self).policy_aliases if alias.startswith("MultiInput")]
+        alias = self.policy_alias
+        if isinstance(vec_env.observation_space, spaces.Dict) and alias and not alias.startswith("MultiInput"):
+            if multi_input:  # SB3's check, at build time (a Dict observation cannot reach an MLP or a CNN)
+                raise ValueError(
+                    f"You must use `{multi_input[0]}` when working with dict observation space, not {alias}"
+                )
         if not isinstance(vec_env.observation_space, type(self).supported_observation_spaces):
             allowed = ", ".join(cls.__name__ for cls in type(self).supported_observation_spaces)
             raise NotImplementedError(  # SB3's exception type for an observation space it cannot read
@@ -254,8 +261,23 @@ class BaseAlgorithm(L.LightningModule):
             )
 
     def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
-        """Attach a new env (same spaces); ``force_reset`` discards the last observation."""
-        self._init_env_metadata(env)
+        """Attach a new env (same spaces and, once the networks are built, the same number of envs, as SB3
+        requires); ``force_reset`` discards the last observation.
+
+        Args:
+            env: the env (id, gym env, callable or VecEnv).
+            force_reset: start from a reset of the new env.
+        """
+        vec_env = self._wrap_env(env)
+        n_envs = getattr(self, "n_envs", None)
+        if self.policy_ready and n_envs is not None and vec_env.num_envs != n_envs:
+            raise ValueError(
+                "The number of environments to be set is different from the number of environments in the model: "
+                f"({vec_env.num_envs} != {n_envs}), whereas `set_env` requires them to be the same. To load a model "
+                f"with a different number of environments, you must use `{type(self).__name__}.load(path, env)` "
+                "instead"
+            )
+        self._init_env_metadata(vec_env)
         if force_reset:
             self._last_obs = None
 
