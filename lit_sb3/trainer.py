@@ -40,6 +40,11 @@ from lit_sb3.callbacks.checkpoint import EnvStepCheckpoint
 from lit_sb3.callbacks.summary_writer import SummaryWriterCallback
 from lit_sb3.core.evaluation import evaluate_policy
 from lit_sb3.core.types import MaybeCallback
+from lit_sb3.lightning_compat import (
+    checkpoint_every_n_train_steps,
+    checkpoint_has_own_cadence,
+    save_monitored_checkpoint,
+)
 from lit_sb3.utils.system import get_latest_run_id
 
 if TYPE_CHECKING:
@@ -136,12 +141,9 @@ class _RLLoopCallback(Callback):
         for callback in trainer.checkpoint_callbacks:
             if not isinstance(callback, ModelCheckpoint) or callback.monitor is None:
                 continue
-            if callback._every_n_train_steps >= 1 or callback._train_time_interval is not None:
+            if checkpoint_has_own_cadence(callback):
                 continue  # saved on its own cadence
-            candidates = callback._monitor_candidates(trainer)
-            if callback.monitor in candidates:
-                callback._save_topk_checkpoint(trainer, candidates)
-                callback._save_last_checkpoint(trainer, candidates)
+            save_monitored_checkpoint(callback, trainer)
 
 
 class RLTrainer(L.Trainer):
@@ -501,9 +503,9 @@ class RLTrainer(L.Trainer):
             cycle_cadences=tuple(
                 sorted(
                     {
-                        cb._every_n_train_steps
+                        checkpoint_every_n_train_steps(cb)
                         for cb in callbacks
-                        if isinstance(cb, ModelCheckpoint) and cb._every_n_train_steps >= 1
+                        if isinstance(cb, ModelCheckpoint) and checkpoint_every_n_train_steps(cb) >= 1
                     }
                 )
             ),

@@ -419,3 +419,24 @@ def test_validate_and_test_send_their_metrics_to_the_loggers(stage, tmp_path):
     assert logged[0]["step"] == "64"  # at the model's env step
     assert f"{stage}/episode_rewards" not in header  # lists stay in the returned dict
     assert float(trainer.callback_metrics[f"{stage}/n_eval_episodes"]) == 2
+
+
+def test_private_lightning_members_are_used_only_in_the_adapter_module():
+    import re
+
+    import lit_sb3
+
+    # private attributes/methods of Lightning objects the library needs (each explained in lightning_compat.py)
+    private = re.compile(
+        r"\._trainer\b|\._fabric\b|\bfit_loop\b|\._every_n_train_steps\b|\._train_time_interval\b|\._monitor_candidates\("
+        r"|\._save_(topk|last)_checkpoint\(|\._get_file_writer\(|self\._device\s*="
+    )
+    root = Path(lit_sb3.__file__).parent
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for path in root.rglob("*.py")
+        if path.name != "lightning_compat.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if private.search(line)
+    ]
+    assert offenders == []

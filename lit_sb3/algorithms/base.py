@@ -27,6 +27,12 @@ from lit_sb3.callbacks.base import BaseCallback, CallbackList, ConvertCallback
 from lit_sb3.core.preprocessing import check_for_nested_spaces, get_device
 from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.lightning_compat import (
+    attached_trainer,
+    count_completed_cycle,
+    runs_under_fabric,
+    set_reported_device,
+)
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import resolve_policy_class
 from lit_sb3.utils.serialization import (
@@ -145,10 +151,10 @@ class BaseAlgorithm(L.LightningModule):
         else:
             self.policy_class = policy
         self.policy_alias = policy if isinstance(policy, str) else None
-        self._device = get_device(device)
+        set_reported_device(self, get_device(device))
         self.requested_device = str(device)
         if verbose >= 1:
-            print(f"Using {self._device} device")
+            print(f"Using {self.device} device")
         self.verbose = verbose
         self.policy_kwargs = {} if policy_kwargs is None else dict(policy_kwargs)
         self.learning_rate = learning_rate
@@ -447,11 +453,9 @@ class BaseAlgorithm(L.LightningModule):
 
     def _end_cycle(self) -> None:
         """Count one completed collect/update cycle: Lightning's ``global_step`` (checkpoint cadences) advances."""
-        trainer = self._trainer
+        trainer = attached_trainer(self)
         if trainer is not None:
-            progress = trainer.fit_loop.epoch_loop.manual_optimization.optim_step_progress
-            progress.increment_ready()
-            progress.increment_completed()
+            count_completed_cycle(trainer)
 
     def _should_end_training_step(self, collected: int) -> bool:
         """Whether the current ``training_step`` must return after a completed cycle.
@@ -464,9 +468,8 @@ class BaseAlgorithm(L.LightningModule):
             return True
         if context is None:
             return False
-        return context.boundary_requested or context.at_cycle_boundary(
-            self._trainer.global_step if self._trainer else 0
-        )
+        trainer = attached_trainer(self)
+        return context.boundary_requested or context.at_cycle_boundary(trainer.global_step if trainer else 0)
 
     def train_dataloader(self):
         """An endless stream of tokens: each one is one ``training_step`` (a collect/update cycle)."""
@@ -535,8 +538,8 @@ class BaseAlgorithm(L.LightningModule):
         from lightning.pytorch.profilers import PassThroughProfiler
         from lightning.pytorch.strategies import SingleDeviceStrategy
 
-        trainer = self._trainer
-        if trainer is None or getattr(self, "_fabric", None) is not None:
+        trainer = attached_trainer(self)
+        if trainer is None or runs_under_fabric(self):
             return _plain_backward if trainer is None else self.manual_backward
         cls, module_cls = type(self), pl.LightningModule
         plain = (
@@ -613,7 +616,7 @@ class BaseAlgorithm(L.LightningModule):
             k: (float(v), s, f) for k, (v, s, f) in entries.items() if isinstance(v, (int, float, np.number, bool))
         }
         self.last_logged.update({k: v for k, (v, _, _) in clean.items()})
-        trainer = self._trainer
+        trainer = attached_trainer(self)
         if trainer is None:
             return
         trainer.callback_metrics.update({k: th.tensor(v) for k, (v, _, _) in clean.items()})

@@ -44,9 +44,9 @@ def _write_tensorboard_hparams(logger: Any, params: dict[str, Any]) -> None:
 
     values = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in params.items()}
     _, session_start, _ = hparams(values, {})
-    # the writer's file writer, reopened when a previous fit's end closed it (Lightning's TensorBoardLogger does
-    # the same in log_hyperparams)
-    logger.experiment._get_file_writer().add_summary(session_start)
+    from lit_sb3.lightning_compat import tensorboard_file_writer
+
+    tensorboard_file_writer(logger).add_summary(session_start)  # reopened when a previous fit closed it
     log_dir = Path(logger.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     save_hparams_to_yaml(log_dir / "hparams.yaml", logger.hparams)
