@@ -180,6 +180,24 @@ def test_bf16_true_trains_every_algorithm(algo, env):
     assert np.all(np.isfinite(action))
 
 
+def test_bf16_true_resumes_from_a_checkpoint_exactly(tmp_path):
+    # the replay buffer restored from the checkpoint samples in bfloat16 too
+    def fit(model, steps, ckpt_path=None):
+        trainer = RLTrainer(max_steps=steps, logger=False, precision="bf16-true")
+        trainer.fit(model, datamodule=pendulum(), ckpt_path=ckpt_path)
+        return trainer
+
+    straight = tiny_sac(learning_starts=100)
+    fit(straight, 200)
+    fit(tiny_sac(learning_starts=100), 150).save_checkpoint(tmp_path / "cut.ckpt")
+    resumed = tiny_sac(learning_starts=100)
+    fit(resumed, 200, ckpt_path=str(tmp_path / "cut.ckpt"))
+    assert resumed.replay_buffer.sample_float_dtype == th.bfloat16
+    assert resumed._n_updates == straight._n_updates > 0
+    for (key, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        assert th.equal(a, b), key
+
+
 @pytest.mark.parametrize("make, dm", [(tiny_sac, pendulum), (tiny_ppo, cartpole)])
 def test_bf16_mixed_trains_on_cpu(make, dm, tmp_path):
     model = make()
