@@ -195,3 +195,10 @@ def test_policy_archive_declaring_a_huge_network_is_refused_before_building_it(t
             archive.writestr(name, content)
     with pytest.raises(BadFileError, match="net_arch .* weights"):
         ActorCriticPolicy.load(tmp_path / "huge.zip")
+
+
+def test_a_policy_part_cannot_be_saved_alone(tmp_path):
+    model = built(SAC, "Pendulum-v1", buffer_size=100, policy_kwargs=NET)
+    with pytest.raises(TypeError, match=r"Actor cannot be saved alone: .*features_extractor.*model.policy.save"):
+        model.policy.actor.save(tmp_path / "actor.zip")
+    assert not (tmp_path / "actor.zip").exists()

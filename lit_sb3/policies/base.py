@@ -258,14 +258,29 @@ class BaseModel(nn.Module):
         Args:
             path: file path (``.zip`` added when missing) or a writable buffer.
         """
+        import inspect
+
         from lit_sb3.utils.serialization import save_archive, space_to_dict
         from lit_sb3.utils.system import get_system_info
 
+        params = self._get_constructor_parameters()
+        needed = [
+            name
+            for name, p in inspect.signature(type(self).__init__).parameters.items()
+            if p.default is p.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            and name not in ("self", "observation_space", "action_space", "lr_schedule", *params)
+        ]
+        if needed:  # an actor, critic or Q-network: built around a features extractor its policy owns
+            raise TypeError(
+                f"{type(self).__name__} cannot be saved alone: its constructor needs {', '.join(needed)} (modules, "
+                "not data); save the policy it belongs to instead (model.policy.save(path))."
+            )
         data = {
             "algo": type(self).__name__,
             "kind": "policy",
             "policy_class": f"{type(self).__module__}.{type(self).__qualname__}",
-            "params": self._get_constructor_parameters(),
+            "params": params,
             "observation_space": space_to_dict(self.observation_space),
             "action_space": space_to_dict(self.action_space),
         }
