@@ -8,9 +8,11 @@ import json
 import zipfile
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
+from gymnasium import spaces
 from torch import nn
 
 from lit_sb3 import A2C, DDPG, DQN, PPO, SAC, TD3
@@ -164,6 +166,34 @@ def test_policy_save_then_policy_class_load_predicts_the_same(cls, env, kwargs, 
     np.testing.assert_array_equal(actions, expected)
     with zipfile.ZipFile(tmp_path / "policy.zip") as archive:
         assert sorted(archive.namelist()) == ["data.json", "model.pth", "system_info.txt"]
+
+
+class DictObsEnv(gym.Env):
+    """A tiny env with a Dict observation space (for the MultiInput policies)."""
+
+    observation_space = spaces.Dict({"a": spaces.Box(-1, 1, (2,)), "b": spaces.Discrete(3)})
+    action_space = spaces.Box(-1, 1, (1,))
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action):
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+@pytest.mark.parametrize(
+    "cls, alias", [(PPO, "MultiInputPolicy"), (SAC, "MultiInputPolicy"), (RecurrentPPO, "MultiInputLstmPolicy")]
+)
+def test_multi_input_policies_save_and_load(cls, alias, tmp_path):
+    model = cls(alias, seed=0, policy_kwargs=NET)
+    model._init_env_metadata(wrap_env(DictObsEnv()))
+    model._setup_model()
+    model.policy.save(tmp_path / "policy.zip")
+    loaded = type(model.policy).load(tmp_path / "policy.zip")
+    observations = {key: np.stack([sub.sample() for _ in range(4)]) for key, sub in model.observation_space.items()}
+    expected, _ = model.policy.predict(observations, deterministic=True)
+    np.testing.assert_array_equal(loaded.predict(observations, deterministic=True)[0], expected)
 
 
 def test_policy_and_model_archives_are_not_confused(tmp_path):
