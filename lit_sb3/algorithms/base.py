@@ -216,10 +216,11 @@ class BaseAlgorithm(L.LightningModule):
         support_multi_env = self._support_multi_env if support_multi_env is None else support_multi_env
         vec_env = self._wrap_env(env)
         check_for_nested_spaces(vec_env.observation_space)
-        multi_input = [alias for alias in type(self).policy_aliases if alias.startswith("MultiInput")]
         alias = self.policy_alias
         if isinstance(vec_env.observation_space, spaces.Dict) and alias and not alias.startswith("MultiInput"):
-            if multi_input:  # SB3's check, at build time (a Dict observation cannot reach an MLP or a CNN)
+            # SB3's check and message (a Dict observation cannot reach an MLP or a CNN), as soon as the env is known
+            multi_input = [name for name in type(self).policy_aliases if name.startswith("MultiInput")]
+            if multi_input:
                 raise ValueError(
                     f"You must use `{multi_input[0]}` when working with dict observation space, not {alias}"
                 )
