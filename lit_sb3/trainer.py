@@ -40,6 +40,11 @@ from lit_sb3.callbacks.checkpoint import EnvStepCheckpoint
 from lit_sb3.callbacks.summary_writer import SummaryWriterCallback
 from lit_sb3.core.evaluation import evaluate_policy
 from lit_sb3.core.types import MaybeCallback
+from lit_sb3.lightning_compat import (
+    checkpoint_every_n_train_steps,
+    checkpoint_has_own_cadence,
+    save_monitored_checkpoint,
+)
 from lit_sb3.utils.system import get_latest_run_id
 
 if TYPE_CHECKING:
@@ -60,27 +65,68 @@ def _quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode at the start of training.*")
 
 
-# Lightning arguments with no meaning under manual optimisation or in RL: (value that means "unset", RL equivalent)
-_NO_RL_MEANING: dict[str, tuple[Any, str]] = {
-    "gradient_clip_val": (None, "the algorithm's `max_grad_norm` (PPO, A2C, DQN)"),
-    "gradient_clip_algorithm": (None, "the algorithm's `max_grad_norm` (PPO, A2C, DQN)"),
-    "accumulate_grad_batches": (1, "the algorithm's `batch_size`"),
-    "limit_train_batches": (None, "`max_steps` (the env-step budget)"),
-    "overfit_batches": (0.0, "`max_steps` (the env-step budget)"),
-    "limit_val_batches": (None, "`EvalCallback(n_eval_episodes=...)` or `trainer.validate(n_eval_episodes=...)`"),
-    "val_check_interval": (None, "`EvalCallback(eval_freq=...)`"),
+_OWN_OPTIMIZERS = "the algorithms step their own optimizers on RL data"
+_NO_EPOCHS = "fit has no epochs and no validation loop"
+
+# Lightning arguments with no meaning under manual optimisation or in RL:
+# name -> (value that means "unset", why it has no RL meaning, what to do instead)
+_NO_RL_MEANING: dict[str, tuple[Any, str, str]] = {
+    "gradient_clip_val": (None, _OWN_OPTIMIZERS, "use the algorithm's `max_grad_norm` (PPO, A2C, DQN) instead"),
+    "gradient_clip_algorithm": (None, _OWN_OPTIMIZERS, "use the algorithm's `max_grad_norm` (PPO, A2C, DQN) instead"),
+    "accumulate_grad_batches": (1, _OWN_OPTIMIZERS, "use the algorithm's `batch_size` instead"),
+    "limit_train_batches": (None, _OWN_OPTIMIZERS, "use `max_steps` (the env-step budget) instead"),
+    "overfit_batches": (0.0, _OWN_OPTIMIZERS, "use `max_steps` (the env-step budget) instead"),
+    "limit_val_batches": (
+        None,
+        _OWN_OPTIMIZERS,
+        "use `EvalCallback(n_eval_episodes=...)` or `trainer.validate(n_eval_episodes=...)` instead",
+    ),
+    "val_check_interval": (None, _OWN_OPTIMIZERS, "use `EvalCallback(eval_freq=...)` instead"),
+    "num_sanity_val_steps": (
+        0,
+        "fit runs no validation loop to check",
+        "call `trainer.validate(model, env=...)` first",
+    ),
+    "check_val_every_n_epoch": (1, _NO_EPOCHS, "use `EvalCallback(eval_freq=...)` instead"),
+    "reload_dataloaders_every_n_epochs": (
+        0,
+        "the envs come from the datamodule once per fit and the loop has no epochs",
+        "pass a new `RLEnvDataModule` to each `fit` instead",
+    ),
+    "sync_batchnorm": (
+        False,
+        "each run collects its own env steps in one process, there are no per-device batches to synchronise",
+        "use `devices=1` and run seeds in parallel with `bench run`",
+    ),
+    "use_distributed_sampler": (
+        True,
+        "the train loader yields one token per collect/update cycle, there is no dataset to shard",
+        "leave it unset",
+    ),
+    "inference_mode": (
+        True,
+        "evaluation and prediction run the policy under `torch.inference_mode()` themselves",
+        "leave it unset",
+    ),
+    "limit_test_batches": (
+        None,
+        "`trainer.test` plays episodes, not batches",
+        "use `trainer.test(n_eval_episodes=...)`",
+    ),
+    "limit_predict_batches": (
+        None,
+        "`trainer.predict` answers one observation (batch) per call",
+        "pass the observations to `trainer.predict(observation=...)`",
+    ),
 }
 
 
 def _refuse_without_rl_meaning(**kwargs: Any) -> None:
-    """One-line error for a Lightning argument that RLTrainer cannot honour, naming the RL equivalent."""
+    """One-line error for a Lightning argument that RLTrainer cannot honour, naming what to use instead."""
     for name, value in kwargs.items():
-        unset, equivalent = _NO_RL_MEANING[name]
+        unset, reason, instead = _NO_RL_MEANING[name]
         if value is not None and value != unset:
-            raise ValueError(
-                f"RLTrainer does not support `{name}={value!r}` (the algorithms step their own optimizers on RL "
-                f"data); use {equivalent} instead."
-            )
+            raise ValueError(f"RLTrainer does not support `{name}={value!r}` ({reason}); {instead}.")
 
 
 class _RLLoopCallback(Callback):
@@ -95,12 +141,9 @@ class _RLLoopCallback(Callback):
         for callback in trainer.checkpoint_callbacks:
             if not isinstance(callback, ModelCheckpoint) or callback.monitor is None:
                 continue
-            if callback._every_n_train_steps >= 1 or callback._train_time_interval is not None:
+            if checkpoint_has_own_cadence(callback):
                 continue  # saved on its own cadence
-            candidates = callback._monitor_candidates(trainer)
-            if callback.monitor in candidates:
-                callback._save_topk_checkpoint(trainer, candidates)
-                callback._save_last_checkpoint(trainer, candidates)
+            save_monitored_checkpoint(callback, trainer)
 
 
 class RLTrainer(L.Trainer):
@@ -119,10 +162,17 @@ class RLTrainer(L.Trainer):
     * ``fast_dev_run=True | n``: 1 or n cycles, each with a real update (also during the warm-up), then stop.
     * ``precision``: ``"32-true"`` (default), ``"64-true"``, ``"bf16-mixed"``, ``"bf16-true"``; precisions that
       need loss scaling (``"16-mixed"``) are refused by the off-policy algorithms.
-    * refused at construction (they have no meaning under manual optimisation or in RL): ``gradient_clip_val``
-      and ``gradient_clip_algorithm`` (use the algorithm's ``max_grad_norm``), ``accumulate_grad_batches`` (use
-      ``batch_size``), ``limit_train_batches`` and ``overfit_batches`` (use ``max_steps``),
-      ``limit_val_batches``/``val_check_interval`` (use ``EvalCallback``).
+    * refused at construction when set (they have no meaning under manual optimisation or in RL), each with a
+      one-line ``ValueError`` naming what to use: ``gradient_clip_val`` and ``gradient_clip_algorithm`` (use the
+      algorithm's ``max_grad_norm``), ``accumulate_grad_batches`` (use ``batch_size``), ``limit_train_batches``
+      and ``overfit_batches`` (use ``max_steps``), ``limit_val_batches``/``val_check_interval``/
+      ``check_val_every_n_epoch`` (use ``EvalCallback``), ``num_sanity_val_steps`` (call ``validate`` first),
+      ``limit_test_batches`` (use ``test(n_eval_episodes=...)``), ``limit_predict_batches``,
+      ``reload_dataloaders_every_n_epochs``, ``sync_batchnorm``, ``use_distributed_sampler=False`` and
+      ``inference_mode=False``.
+    * ``barebones=True``: no logger (not even the default TensorBoard one), no progress bar, no checkpoints;
+      ``enable_autolog_hparams=False``: the model's hyperparameters are not logged.
+    * ``validate``/``test`` send their scalar results to the trainer's loggers at ``step = num_timesteps``.
     * checkpoints (``ckpt_path=``) always load with torch's safe loader (``weights_only=True``), whatever the source.
 
     Args:
@@ -199,6 +249,14 @@ class RLTrainer(L.Trainer):
             overfit_batches=overfit_batches,
             limit_val_batches=limit_val_batches,
             val_check_interval=val_check_interval,
+            num_sanity_val_steps=num_sanity_val_steps,
+            check_val_every_n_epoch=check_val_every_n_epoch,
+            reload_dataloaders_every_n_epochs=reload_dataloaders_every_n_epochs,
+            sync_batchnorm=sync_batchnorm,
+            use_distributed_sampler=use_distributed_sampler,
+            inference_mode=inference_mode,
+            limit_test_batches=limit_test_batches,
+            limit_predict_batches=limit_predict_batches,
         )
         _quiet_lightning()
 
@@ -210,7 +268,8 @@ class RLTrainer(L.Trainer):
         self._rl_env: Any = None
         self._rl_context: FitContext | None = None
         self._rl_progress_bar = bool(enable_progress_bar)
-        self._rl_auto_logger = logger is None
+        # barebones=True: no logger at all (Lightning refuses a given one), so no default TensorBoard logger either
+        self._rl_auto_logger = logger is None and not barebones
         trainer_logger = False if self._rl_auto_logger else logger
         if enable_checkpointing is None:
             given = callbacks if isinstance(callbacks, list) else [] if callbacks is None else [callbacks]
@@ -241,7 +300,8 @@ class RLTrainer(L.Trainer):
             log_every_n_steps=log_every_n_steps,
             enable_checkpointing=enable_checkpointing,
             # Lightning's bar counts training_step calls; the RL bar counts env steps (ProgressBarCallback)
-            enable_progress_bar=False,
+            # (under barebones=True, Lightning's own check refuses enable_progress_bar=True)
+            enable_progress_bar=enable_progress_bar if barebones else False,
             enable_model_summary=False if enable_model_summary is None else enable_model_summary,
             deterministic=deterministic,
             benchmark=benchmark,
@@ -379,10 +439,23 @@ class RLTrainer(L.Trainer):
             f"{stage}/std_episode_length": float(np.std(lengths)),
             f"{stage}/n_eval_episodes": int(len(rewards)),
         }
+        self._log_evaluation(resolved_model, result)
         if return_episode_rewards:
             result[f"{stage}/episode_rewards"] = [float(r) for r in rewards]
             result[f"{stage}/episode_lengths"] = [int(n) for n in lengths]
         return [result]
+
+    def _log_evaluation(self, model: BaseAlgorithm, result: dict[str, Any]) -> None:
+        """Send ``validate``/``test`` results to the trainer's loggers (as Lightning does after its evaluation
+        loops) at the model's env step; they also land in ``callback_metrics``."""
+        import torch
+
+        self._configure_lightning_logger()
+        metrics = {k: float(v) for k, v in result.items()}
+        self.callback_metrics.update({k: torch.tensor(v) for k, v in metrics.items()})
+        for logger in self.loggers:
+            logger.log_metrics(metrics, step=int(model.num_timesteps))
+            logger.save()
 
     def _attach_callback(self, callback: Any) -> None:
         callbacks = cast(list[Any], self.callbacks)
@@ -430,9 +503,9 @@ class RLTrainer(L.Trainer):
             cycle_cadences=tuple(
                 sorted(
                     {
-                        cb._every_n_train_steps
+                        checkpoint_every_n_train_steps(cb)
                         for cb in callbacks
-                        if isinstance(cb, ModelCheckpoint) and cb._every_n_train_steps >= 1
+                        if isinstance(cb, ModelCheckpoint) and checkpoint_every_n_train_steps(cb) >= 1
                     }
                 )
             ),

@@ -18,6 +18,9 @@ from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from lit_sb3 import A2C, DDPG, DQN, PPO, SAC, TD3, RLEnvDataModule, RLTrainer
+from lit_sb3.algorithms.crossq import CrossQ
+from lit_sb3.algorithms.qrdqn import QRDQN
+from lit_sb3.algorithms.tqc import TQC
 from lit_sb3.callbacks import EvalCallback
 from lit_sb3.core.monitor import Monitor
 from lit_sb3.vec_env import VecMonitor
@@ -160,6 +163,41 @@ def test_precision_64_true_trains_in_double(algo, env, tmp_path):
     assert np.all(np.isfinite(action))
 
 
+@pytest.mark.parametrize(
+    "algo, env",
+    [(SAC, "Pendulum-v1"), (TD3, "Pendulum-v1"), (DDPG, "Pendulum-v1"), (TQC, "Pendulum-v1"),
+     (CrossQ, "Pendulum-v1"), (QRDQN, "CartPole-v1"), (DQN, "CartPole-v1"), (PPO, "CartPole-v1")],
+)  # fmt: skip
+def test_bf16_true_trains_every_algorithm(algo, env):
+    # replay samples reach the networks in bfloat16 (they met float32 actions before: "Input dtypes must be the same")
+    kwargs = dict(n_steps=40, batch_size=40) if algo is PPO else dict(learning_starts=100, batch_size=16)
+    model = algo("MlpPolicy", seed=0, policy_kwargs=NET, **kwargs)
+    RLTrainer(max_steps=200, logger=False, precision="bf16-true").fit(model, datamodule=RLEnvDataModule(env, seed=0))
+    assert model._n_updates > 0 and model.num_timesteps == 200
+    params = [p for p in model.policy.parameters() if p.is_floating_point()]
+    assert all(p.dtype == th.bfloat16 and th.isfinite(p).all() for p in params)
+    action, _ = model.predict(model.env.reset(), deterministic=True)
+    assert np.all(np.isfinite(action))
+
+
+def test_bf16_true_resumes_from_a_checkpoint_exactly(tmp_path):
+    # the replay buffer restored from the checkpoint samples in bfloat16 too
+    def fit(model, steps, ckpt_path=None):
+        trainer = RLTrainer(max_steps=steps, logger=False, precision="bf16-true")
+        trainer.fit(model, datamodule=pendulum(), ckpt_path=ckpt_path)
+        return trainer
+
+    straight = tiny_sac(learning_starts=100)
+    fit(straight, 200)
+    fit(tiny_sac(learning_starts=100), 150).save_checkpoint(tmp_path / "cut.ckpt")
+    resumed = tiny_sac(learning_starts=100)
+    fit(resumed, 200, ckpt_path=str(tmp_path / "cut.ckpt"))
+    assert resumed.replay_buffer.sample_float_dtype == th.bfloat16
+    assert resumed._n_updates == straight._n_updates > 0
+    for (key, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        assert th.equal(a, b), key
+
+
 @pytest.mark.parametrize("make, dm", [(tiny_sac, pendulum), (tiny_ppo, cartpole)])
 def test_bf16_mixed_trains_on_cpu(make, dm, tmp_path):
     model = make()
@@ -181,6 +219,14 @@ def test_bf16_mixed_trains_on_cpu(make, dm, tmp_path):
         (dict(overfit_batches=2), "max_steps"),
         (dict(limit_val_batches=3), "n_eval_episodes"),
         (dict(val_check_interval=100), "eval_freq"),
+        (dict(num_sanity_val_steps=2), "trainer.validate"),
+        (dict(check_val_every_n_epoch=2), "eval_freq"),
+        (dict(reload_dataloaders_every_n_epochs=1), "RLEnvDataModule"),
+        (dict(sync_batchnorm=True), "devices=1"),
+        (dict(use_distributed_sampler=False), "leave it unset"),
+        (dict(inference_mode=False), "leave it unset"),
+        (dict(limit_test_batches=3), "n_eval_episodes"),
+        (dict(limit_predict_batches=3), "observation="),
     ],
 )
 def test_arguments_without_rl_meaning_are_refused_at_construction(kwargs, equivalent):
@@ -195,8 +241,7 @@ def test_arguments_without_rl_meaning_are_refused_at_construction(kwargs, equiva
 
 @pytest.mark.parametrize("monitor_wrapper", [True, False])
 def test_monitor_wrapper_is_honoured(monitor_wrapper):
-    model = tiny_ppo()
-    model.monitor_wrapper = monitor_wrapper  # (SB3's PPO takes it from OnPolicyAlgorithm, not as an argument)
+    model = tiny_ppo(monitor_wrapper=monitor_wrapper)
     RLTrainer(max_steps=64, logger=False).fit(model, datamodule=cartpole())
     assert model.env.env_is_wrapped(Monitor) == [monitor_wrapper]
     assert not isinstance(model.env, VecMonitor)
@@ -322,3 +367,94 @@ def test_record_exclude_keeps_a_value_out_of_matching_loggers(tmp_path):
     events = EventAccumulator(tb.log_dir)
     events.Reload()
     assert [e.value for e in events.Scalars("custom/only_tensorboard")] == [40.0]
+
+
+def test_monitor_wrapper_is_a_constructor_argument_of_every_algorithm():
+    import inspect
+
+    from lit_sb3.algorithms.registry import ALGORITHMS, algorithm_class
+
+    for name in ALGORITHMS:
+        parameter = inspect.signature(algorithm_class(name).__init__).parameters.get("monitor_wrapper")
+        assert parameter is not None and parameter.default is True, name
+
+
+# ---------------------------------------------------------------- fits, loggers and Lightning's switches
+
+
+def test_two_fits_on_one_trainer_with_the_default_logger(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    model, dm = tiny_ppo(), cartpole()
+    trainer = RLTrainer(max_steps=64, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=dm)
+    trainer.fit(model, datamodule=dm)  # the first fit's end closed the TensorBoard writer
+    assert model.num_timesteps == 64
+    (run,) = (tmp_path / "lightning_logs").iterdir()
+    events = EventAccumulator(str(run))
+    events.Reload()
+    assert [e.step for e in events.Scalars("time/fps")] == [64, 64]  # one rollout per fit, both in one run
+
+
+def _tree(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_enable_autolog_hparams_false_logs_no_hyperparameters(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logger = TensorBoardLogger(tmp_path, name="tb", version="v")
+    RLTrainer(max_steps=64, logger=logger, enable_autolog_hparams=False).fit(tiny_ppo(), datamodule=cartpole())
+    events = EventAccumulator(logger.log_dir)
+    events.Reload()
+    assert "time/fps" in events.Tags()["scalars"]  # metrics are still logged
+    with pytest.raises(KeyError, match="hparams"):  # no HParams session
+        events.PluginTagToContent("hparams")
+    assert "algo" not in (Path(logger.log_dir) / "hparams.yaml").read_text()
+
+
+def test_barebones_writes_nothing(tmp_path):
+    model = tiny_ppo()
+    RLTrainer(max_steps=64, barebones=True, default_root_dir=tmp_path).fit(model, datamodule=cartpole())
+    assert model.num_timesteps == 64 and model._n_updates > 0
+    assert _tree(tmp_path) == []
+    with pytest.raises(ValueError, match="barebones=True, enable_progress_bar=True"):
+        RLTrainer(max_steps=64, barebones=True, enable_progress_bar=True)
+
+
+@pytest.mark.parametrize("stage", ["validate", "test"])
+def test_validate_and_test_send_their_metrics_to_the_loggers(stage, tmp_path):
+    from lightning.pytorch.loggers import CSVLogger
+
+    csv = CSVLogger(tmp_path, name="csv", version="")
+    model, trainer = tiny_ppo(), RLTrainer(max_steps=64, logger=csv)
+    trainer.fit(model, datamodule=cartpole())
+    (result,) = getattr(trainer, stage)(model, n_eval_episodes=2, return_episode_rewards=True)
+    lines = (Path(csv.log_dir) / "metrics.csv").read_text().splitlines()
+    header, rows = lines[0].split(","), [dict(zip(lines[0].split(","), line.split(","))) for line in lines[1:]]
+    logged = [row for row in rows if row[f"{stage}/mean_reward"]]
+    assert len(logged) == 1 and float(logged[0][f"{stage}/mean_reward"]) == result[f"{stage}/mean_reward"]
+    assert logged[0]["step"] == "64"  # at the model's env step
+    assert f"{stage}/episode_rewards" not in header  # lists stay in the returned dict
+    assert float(trainer.callback_metrics[f"{stage}/n_eval_episodes"]) == 2
+
+
+def test_private_lightning_members_are_used_only_in_the_adapter_module():
+    import re
+
+    import lit_sb3
+
+    # private attributes/methods of Lightning objects the library needs (each explained in lightning_compat.py)
+    private = re.compile(
+        r"\._trainer\b|\._fabric\b|\bfit_loop\b|\._every_n_train_steps\b|\._train_time_interval\b|\._monitor_candidates\("
+        r"|\._save_(topk|last)_checkpoint\(|\._get_file_writer\(|self\._device\s*="
+    )
+    root = Path(lit_sb3.__file__).parent
+    offenders = [
+        f"{path.relative_to(root)}:{number}"
+        for path in root.rglob("*.py")
+        if path.name != "lightning_compat.py"
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if private.search(line)
+    ]
+    assert offenders == []

@@ -42,6 +42,7 @@ class A2C(OnPolicyAlgorithm):
         rollout_buffer_class: rollout buffer class.
         rollout_buffer_kwargs: rollout buffer kwargs.
         normalize_advantage: normalise advantages.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -85,6 +86,7 @@ class A2C(OnPolicyAlgorithm):
         rollout_buffer_class: type[RolloutBuffer] | None = None,
         rollout_buffer_kwargs: dict[str, Any] | None = None,
         normalize_advantage: bool = False,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -106,6 +108,7 @@ class A2C(OnPolicyAlgorithm):
             sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class,
             rollout_buffer_kwargs=rollout_buffer_kwargs,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             policy_kwargs=policy_kwargs,
             verbose=verbose,

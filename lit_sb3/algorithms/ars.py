@@ -60,6 +60,7 @@ class ARS(BaseAlgorithm):
         alive_bonus_offset: added to every step's reward (cancels an env's alive bonus).
         n_eval_episodes: episodes per candidate.
         policy_kwargs: policy arguments.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: accepted for SB3 compatibility (the logged episode means are those of one iteration).
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -94,6 +95,7 @@ class ARS(BaseAlgorithm):
         alive_bonus_offset: float = 0,
         n_eval_episodes: int = 1,
         policy_kwargs: dict[str, Any] | None = None,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         seed: int | None = None,
@@ -105,6 +107,7 @@ class ARS(BaseAlgorithm):
             policy=policy,
             learning_rate=learning_rate,
             policy_kwargs=policy_kwargs,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             verbose=verbose,
             device=device,

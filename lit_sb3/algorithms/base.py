@@ -9,6 +9,7 @@ logger in ``trainer.loggers`` once per log interval with ``step = num_timesteps`
 
 from __future__ import annotations
 
+import difflib
 import io
 import pathlib
 import random
@@ -27,6 +28,12 @@ from lit_sb3.callbacks.base import BaseCallback, CallbackList, ConvertCallback
 from lit_sb3.core.preprocessing import check_for_nested_spaces, get_device
 from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
+from lit_sb3.lightning_compat import (
+    attached_trainer,
+    count_completed_cycle,
+    runs_under_fabric,
+    set_reported_device,
+)
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import resolve_policy_class
 from lit_sb3.utils.serialization import (
@@ -92,6 +99,16 @@ class BaseAlgorithm(L.LightningModule):
     _excluded_save_params: ClassVar[tuple[str, ...]] = ("device", "env", "_init_setup_model")
     # SB3's TensorBoard folder of learn() (the algorithms' constructors set it)
     tensorboard_log: str | None = None
+    # what an archive holds besides the constructor arguments, which ``load(custom_objects=...)`` may replace as
+    # SB3's does: the learning-rate schedule and the counters (the families add their schedules)
+    _loaded_attributes: ClassVar[tuple[str, ...]] = (
+        "lr_schedule",
+        "num_timesteps",
+        "_total_timesteps",
+        "_episode_num",
+        "_n_updates",
+        "_current_progress_remaining",
+    )
 
     policy: BasePolicy
     # a training_step runs collect/update cycles until at least this many env steps were collected (the families
@@ -137,10 +154,10 @@ class BaseAlgorithm(L.LightningModule):
         else:
             self.policy_class = policy
         self.policy_alias = policy if isinstance(policy, str) else None
-        self._device = get_device(device)
+        set_reported_device(self, get_device(device))
         self.requested_device = str(device)
         if verbose >= 1:
-            print(f"Using {self._device} device")
+            print(f"Using {self.device} device")
         self.verbose = verbose
         self.policy_kwargs = {} if policy_kwargs is None else dict(policy_kwargs)
         self.learning_rate = learning_rate
@@ -204,6 +221,14 @@ class BaseAlgorithm(L.LightningModule):
         support_multi_env = self._support_multi_env if support_multi_env is None else support_multi_env
         vec_env = self._wrap_env(env)
         check_for_nested_spaces(vec_env.observation_space)
+        alias = self.policy_alias
+        if isinstance(vec_env.observation_space, spaces.Dict) and alias and not alias.startswith("MultiInput"):
+            # SB3's check and message (a Dict observation cannot reach an MLP or a CNN), as soon as the env is known
+            multi_input = [name for name in type(self).policy_aliases if name.startswith("MultiInput")]
+            if multi_input:
+                raise ValueError(
+                    f"You must use `{multi_input[0]}` when working with dict observation space, not {alias}"
+                )
         if not isinstance(vec_env.observation_space, type(self).supported_observation_spaces):
             allowed = ", ".join(cls.__name__ for cls in type(self).supported_observation_spaces)
             raise NotImplementedError(  # SB3's exception type for an observation space it cannot read
@@ -272,8 +297,23 @@ class BaseAlgorithm(L.LightningModule):
             )
 
     def set_env(self, env: GymEnv | str, force_reset: bool = True) -> None:
-        """Attach a new env (same spaces); ``force_reset`` discards the last observation."""
-        self._init_env_metadata(env)
+        """Attach a new env (same spaces and, once the networks are built, the same number of envs, as SB3
+        requires); ``force_reset`` discards the last observation.
+
+        Args:
+            env: the env (id, gym env, callable or VecEnv).
+            force_reset: start from a reset of the new env.
+        """
+        vec_env = self._wrap_env(env)
+        n_envs = getattr(self, "n_envs", None)
+        if self.policy_ready and n_envs is not None and vec_env.num_envs != n_envs:
+            raise ValueError(
+                "The number of environments to be set is different from the number of environments in the model: "
+                f"({vec_env.num_envs} != {n_envs}), whereas `set_env` requires them to be the same. To load a model "
+                f"with a different number of environments, you must use `{type(self).__name__}.load(path, env)` "
+                "instead"
+            )
+        self._init_env_metadata(vec_env)
         if force_reset:
             self._last_obs = None
 
@@ -443,11 +483,9 @@ class BaseAlgorithm(L.LightningModule):
 
     def _end_cycle(self) -> None:
         """Count one completed collect/update cycle: Lightning's ``global_step`` (checkpoint cadences) advances."""
-        trainer = self._trainer
+        trainer = attached_trainer(self)
         if trainer is not None:
-            progress = trainer.fit_loop.epoch_loop.manual_optimization.optim_step_progress
-            progress.increment_ready()
-            progress.increment_completed()
+            count_completed_cycle(trainer)
 
     def _should_end_training_step(self, collected: int) -> bool:
         """Whether the current ``training_step`` must return after a completed cycle.
@@ -460,9 +498,8 @@ class BaseAlgorithm(L.LightningModule):
             return True
         if context is None:
             return False
-        return context.boundary_requested or context.at_cycle_boundary(
-            self._trainer.global_step if self._trainer else 0
-        )
+        trainer = attached_trainer(self)
+        return context.boundary_requested or context.at_cycle_boundary(trainer.global_step if trainer else 0)
 
     def train_dataloader(self):
         """An endless stream of tokens: each one is one ``training_step`` (a collect/update cycle)."""
@@ -531,8 +568,8 @@ class BaseAlgorithm(L.LightningModule):
         from lightning.pytorch.profilers import PassThroughProfiler
         from lightning.pytorch.strategies import SingleDeviceStrategy
 
-        trainer = self._trainer
-        if trainer is None or getattr(self, "_fabric", None) is not None:
+        trainer = attached_trainer(self)
+        if trainer is None or runs_under_fabric(self):
             return _plain_backward if trainer is None else self.manual_backward
         cls, module_cls = type(self), pl.LightningModule
         plain = (
@@ -635,7 +672,7 @@ class BaseAlgorithm(L.LightningModule):
             k: (float(v), s, f) for k, (v, s, f) in entries.items() if isinstance(v, (int, float, np.number, bool))
         }
         self.last_logged.update({k: v for k, (v, _, _) in clean.items()})
-        trainer = self._trainer
+        trainer = attached_trainer(self)
         if trainer is None:
             return
         trainer.callback_metrics.update({k: th.tensor(v) for k, (v, _, _) in clean.items()})
@@ -933,16 +970,20 @@ class BaseAlgorithm(L.LightningModule):
     ) -> None:
         """Save the model to a zip archive (JSON + tensors; loading it never runs code from it).
 
+        As in SB3, ``include`` wins over ``exclude``; a loaded model gets the constructor's default for each
+        argument not stored. Names that are not constructor arguments are ignored, the policy class is always
+        stored (SB3 keeps it apart too) and the device never is (``load(device=...)`` chooses it).
+
         Args:
             path: file path (``.zip`` added when missing) or a writable buffer.
             exclude: constructor arguments not to store.
-            include: accepted for SB3 compatibility (everything needed is stored).
+            include: arguments to store even when they are in ``exclude``.
         """
         from lit_sb3.utils.system import get_system_info
 
         if not self.policy_ready:
             raise RuntimeError("Nothing to save: the model has no policy yet (train or load it first).")
-        exclude = set(exclude or ())
+        exclude = set(exclude or ()) - set(include or ()) - {"policy"}
         params = {}
         for key, value in self._constructor_params().items():
             if key in exclude:
@@ -995,10 +1036,14 @@ class BaseAlgorithm(L.LightningModule):
             path: archive path or readable buffer.
             env: env to attach (its spaces must match the saved ones).
             device: device for the model.
-            custom_objects: constructor arguments replacing the stored ones.
+            custom_objects: values replacing what the archive holds, as in SB3: stored constructor arguments
+                (``learning_rate``, ``clip_range``, ...) and the other stored values (``lr_schedule``, the counters,
+                DQN's ``exploration_schedule``); keys the archive does not hold are ignored (the RL Zoo passes the
+                same keys for every algorithm).
             print_system_info: print the versions stored in the archive and the current ones (as SB3 does).
             force_reset: reset the env before further training.
-            kwargs: more constructor arguments replacing the stored ones.
+            kwargs: constructor arguments or stored values to set (``policy_kwargs`` must equal the stored ones,
+                as in SB3); an unknown name is an error.
         """
         import inspect
 
@@ -1030,8 +1075,31 @@ class BaseAlgorithm(L.LightningModule):
                 check_declared_buffer(params["n_steps"] * n_envs, observation_space, action_space)
         except (ValueError, TypeError, KeyError) as exc:
             raise BadFileError(f"{where}: {' '.join(str(exc).split())}") from None
-        params.update(custom_objects or {})
-        params.update(kwargs)
+        # SB3: custom_objects replace what the archive holds and nothing else
+        late: dict[str, Any] = {}
+        for key, value in (custom_objects or {}).items():
+            if key in params:
+                params[key] = value
+            elif key in cls._loaded_attributes:
+                late[key] = value
+        if "policy_kwargs" in kwargs and kwargs["policy_kwargs"] != params.get("policy_kwargs"):
+            raise ValueError(
+                "The specified policy kwargs do not equal the stored policy kwargs. "
+                f"Stored kwargs: {params.get('policy_kwargs')}, specified kwargs: {kwargs['policy_kwargs']}"
+            )
+        for key, value in kwargs.items():
+            if key in accepted:
+                params[key] = value
+            elif key in cls._loaded_attributes:
+                late[key] = value
+            else:
+                known = sorted(accepted | set(cls._loaded_attributes))
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise TypeError(
+                    f"{cls.__name__}.load() got the unknown argument {key!r}{hint}; it takes constructor arguments "
+                    f"and stored values: {', '.join(known)}."
+                )
         model = cls(device=device, **params)
         model.observation_space = observation_space
         model.action_space = action_space
@@ -1060,6 +1128,8 @@ class BaseAlgorithm(L.LightningModule):
             model._load_extra_save_data(data)
         except (ValueError, TypeError, KeyError) as exc:
             raise BadFileError(f"{where}: bad counters in data.json: {' '.join(str(exc).split())}") from None
+        for key, value in late.items():
+            setattr(model, key, value)
         if print_system_info:
             from lit_sb3.utils.system import get_system_info
 
@@ -1071,8 +1141,9 @@ class BaseAlgorithm(L.LightningModule):
             model._last_obs = None
         return model
 
-    def _load_tensors(self, tensors: dict[str, Any], where: str, strict: bool) -> None:
-        """Load an archive's ``model`` state dict and optimizer states, each mismatch one :class:`BadFileError`."""
+    def _load_tensors(self, tensors: dict[str, Any], where: str, strict: bool, partial: bool = False) -> None:
+        """Load an archive's ``model`` state dict and optimizer states, each mismatch one :class:`BadFileError`
+        (``partial``: tensors missing from the archive or unknown to the model are skipped, shapes still checked)."""
         state = tensors["model"]
         if not isinstance(state, dict) or not all(isinstance(v, th.Tensor) for v in state.values()):
             raise BadFileError(f"{where}: model.pth must hold a dict of tensors")
@@ -1084,7 +1155,7 @@ class BaseAlgorithm(L.LightningModule):
                     f"{tuple(expected[key].shape)}"
                 )
         missing, unexpected = self.load_state_dict(state, strict=False)
-        if unexpected or [k for k in missing if strict or not k.startswith("replay")]:
+        if not partial and (unexpected or [k for k in missing if strict or not k.startswith("replay")]):
             raise BadFileError(
                 f"{where}: the archive does not match {type(self).__name__}'s networks "
                 f"(missing {list(missing)[:5]}, unexpected {list(unexpected)[:5]})"
@@ -1111,30 +1182,35 @@ class BaseAlgorithm(L.LightningModule):
         exact_match: bool = True,
         device: th.device | str = "auto",
     ) -> None:
-        """Load parameters from :meth:`get_parameters` output or from an archive.
+        """Load parameters from :meth:`get_parameters` output or from an archive (SB3's ``set_parameters``).
 
         Args:
-            load_path_or_dict: a dict like :meth:`get_parameters` returns, or an archive path.
-            exact_match: require every object to be present.
+            load_path_or_dict: a dict like :meth:`get_parameters` returns (``"policy"``, ``"policy.optimizer"``,
+                ...), or an archive path.
+            exact_match: every object (and every tensor of the policy) must be given; ``False`` loads what is
+                given and leaves the rest as it is (tensor shapes must still match).
             device: unused (tensors go to the model's device).
         """
-        if isinstance(load_path_or_dict, dict):
-            params = load_path_or_dict
-            self.policy.load_state_dict(params["policy"])
-            optimizers = self._optimizers_to_save()
-            for name, state in params.items():
-                if name == "policy":
-                    continue
-                if name not in optimizers:
-                    raise ValueError(f"Unknown object {name!r}; known: {['policy', *optimizers]}")
-                optimizers[name].load_state_dict(state)
-            if exact_match:
-                missing = set(optimizers) - set(params)
-                if missing:
-                    raise ValueError(f"Missing objects {sorted(missing)} (exact_match=True).")
+        if not isinstance(load_path_or_dict, dict):
+            _, tensors = load_archive(load_path_or_dict, device=self.device)
+            self._load_tensors(tensors, str(load_path_or_dict), strict=exact_match, partial=not exact_match)
             return
-        _, tensors = load_archive(load_path_or_dict, device=self.device)
-        self._load_tensors(tensors, str(load_path_or_dict), strict=exact_match)
+        params = load_path_or_dict
+        optimizers = self._optimizers_to_save()
+        known = ["policy", *optimizers]
+        unknown = [name for name in params if name not in known]
+        if unknown:
+            raise ValueError(f"Unknown object {unknown[0]!r} in the parameters; known: {known}")
+        if exact_match and set(params) != set(known):
+            raise ValueError(
+                f"Names of parameters do not match the agent's (exact_match=True): expected {known}, got "
+                f"{list(params)}; pass exact_match=False to load some of them."
+            )
+        if "policy" in params:
+            self.policy.load_state_dict(params["policy"], strict=exact_match)
+        for name, state in params.items():
+            if name != "policy":
+                optimizers[name].load_state_dict(state)
 
 
 def _is_callback(value: Any) -> bool:

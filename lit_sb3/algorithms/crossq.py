@@ -67,6 +67,7 @@ class CrossQ(SAC):
         use_sde: gSDE exploration instead of Gaussian noise.
         sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
         use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -108,6 +109,7 @@ class CrossQ(SAC):
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         use_sde_at_warmup: bool = False,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -138,6 +140,7 @@ class CrossQ(SAC):
             use_sde,
             sde_sample_freq,
             use_sde_at_warmup,
+            monitor_wrapper,
             stats_window_size,
             tensorboard_log,
             policy_kwargs,

@@ -43,6 +43,7 @@ class DDPG(TD3):
         replay_buffer_kwargs: replay buffer arguments.
         optimize_memory_usage: memory-efficient replay buffer.
         n_steps: n-step returns.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
         policy_kwargs: policy arguments (``n_critics`` defaults to 1).
@@ -73,6 +74,7 @@ class DDPG(TD3):
         replay_buffer_kwargs: dict[str, Any] | None = None,
         optimize_memory_usage: bool = False,
         n_steps: int = 1,
+        monitor_wrapper: bool = True,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
         verbose: int = 0,
@@ -96,6 +98,7 @@ class DDPG(TD3):
             optimize_memory_usage=optimize_memory_usage,
             n_steps=n_steps,
             policy_kwargs=policy_kwargs,
+            monitor_wrapper=monitor_wrapper,
             tensorboard_log=tensorboard_log,
             verbose=verbose,
             device=device,

@@ -53,6 +53,7 @@ class DQN(OffPolicyAlgorithm):
         exploration_initial_eps: initial epsilon.
         exploration_final_eps: final epsilon.
         max_grad_norm: gradient clipping norm.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -67,6 +68,7 @@ class DQN(OffPolicyAlgorithm):
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
     default_run_name: ClassVar[str] = "DQN"
     search_space: ClassVar[str | None] = "dqn"
+    _loaded_attributes: ClassVar[tuple[str, ...]] = (*OffPolicyAlgorithm._loaded_attributes, "exploration_schedule")
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
         "MlpPolicy": MlpPolicy,
         "CnnPolicy": CnnPolicy,
@@ -97,6 +99,7 @@ class DQN(OffPolicyAlgorithm):
         exploration_initial_eps: float = 1.0,
         exploration_final_eps: float = 0.05,
         max_grad_norm: float = 10,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -121,6 +124,7 @@ class DQN(OffPolicyAlgorithm):
             optimize_memory_usage=optimize_memory_usage,
             n_steps=n_steps,
             policy_kwargs=policy_kwargs,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             verbose=verbose,
             device=device,

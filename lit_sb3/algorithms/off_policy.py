@@ -337,8 +337,17 @@ class OffPolicyAlgorithm(BaseAlgorithm):
 
     def _on_device_ready(self) -> None:
         if self.replay_buffer is not None:
-            self.replay_buffer.device = self.device
+            self._attach_replay_buffer(self.replay_buffer)
         self._build_param_lists()
+
+    def _attach_replay_buffer(self, buffer: ReplayBuffer) -> None:
+        """Use ``buffer``, its samples on the model's device and, once the networks exist, in their dtype
+        (``precision="bf16-true"``/``"64-true"``; None keeps float32 samples as stored)."""
+        buffer.device = self.device
+        if self.policy_ready:
+            dtype = next(self.policy.parameters()).dtype
+            buffer.sample_float_dtype = None if dtype == th.float32 else dtype
+        self.replay_buffer = buffer
 
     def _build_param_lists(self) -> None:
         """Hook: build the parameter lists used by the target updates (once, not per gradient step)."""
@@ -678,8 +687,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 buffer.truncate_last_trajectory()
         else:
             buffer = buffer_class.load(path, self.observation_space, self.action_space, device=self.device)
-        buffer.device = self.device
-        self.replay_buffer = buffer
+        self._attach_replay_buffer(buffer)
 
     # ------------------------------------------------------------------
     # SB3-compatible _setup_learn / learn
@@ -761,5 +769,4 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             buffer = type(self.replay_buffer).load(
                 stream, self.observation_space, self.action_space, device=self.device, **kwargs
             )
-            buffer.device = self.device
-            self.replay_buffer = buffer
+            self._attach_replay_buffer(buffer)

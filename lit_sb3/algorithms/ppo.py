@@ -50,6 +50,7 @@ class PPO(OnPolicyAlgorithm):
         rollout_buffer_class: rollout buffer class.
         rollout_buffer_kwargs: rollout buffer kwargs.
         target_kl: stop the epochs early when the approximate KL exceeds ``1.5 * target_kl``.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -96,6 +97,7 @@ class PPO(OnPolicyAlgorithm):
         rollout_buffer_class: type[RolloutBuffer] | None = None,
         rollout_buffer_kwargs: dict[str, Any] | None = None,
         target_kl: float | None = None,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -117,6 +119,7 @@ class PPO(OnPolicyAlgorithm):
             sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class,
             rollout_buffer_kwargs=rollout_buffer_kwargs,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             policy_kwargs=policy_kwargs,
             verbose=verbose,

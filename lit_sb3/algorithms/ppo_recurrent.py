@@ -61,6 +61,7 @@ class RecurrentPPO(PPO):
         use_sde: gSDE exploration.
         sde_sample_freq: gSDE noise resampling frequency.
         target_kl: stop the epochs early when the approximate KL exceeds ``1.5 * target_kl``.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -106,6 +107,7 @@ class RecurrentPPO(PPO):
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         target_kl: float | None = None,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -131,6 +133,7 @@ class RecurrentPPO(PPO):
             use_sde=use_sde,
             sde_sample_freq=sde_sample_freq,
             target_kl=target_kl,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             tensorboard_log=tensorboard_log,
             policy_kwargs=policy_kwargs,

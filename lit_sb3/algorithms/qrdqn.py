@@ -58,6 +58,7 @@ class QRDQN(DQN):
         exploration_initial_eps: initial epsilon.
         exploration_final_eps: final epsilon.
         max_grad_norm: gradient clipping norm (None: no clipping).
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -103,6 +104,7 @@ class QRDQN(DQN):
         exploration_initial_eps: float = 1.0,
         exploration_final_eps: float = 0.01,
         max_grad_norm: float | None = None,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -117,7 +119,7 @@ class QRDQN(DQN):
             gradient_steps, replay_buffer_class, replay_buffer_kwargs, optimize_memory_usage, n_steps,
             target_update_interval, exploration_fraction, exploration_initial_eps, exploration_final_eps,
             max_grad_norm,  # type: ignore[arg-type]
-            stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device, False,
+            monitor_wrapper, stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device, False,
         )  # fmt: skip
         if max_grad_norm is not None and not max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {max_grad_norm!r}.")

@@ -84,6 +84,7 @@ class SAC(OffPolicyAlgorithm):
         use_sde: gSDE exploration instead of Gaussian noise.
         sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
         use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -131,6 +132,7 @@ class SAC(OffPolicyAlgorithm):
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         use_sde_at_warmup: bool = False,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -155,6 +157,7 @@ class SAC(OffPolicyAlgorithm):
             optimize_memory_usage=optimize_memory_usage,
             n_steps=n_steps,
             policy_kwargs=policy_kwargs,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             verbose=verbose,
             device=device,

@@ -55,6 +55,7 @@ class TD3(OffPolicyAlgorithm):
         policy_delay: update the actor and the targets every ``policy_delay`` critic updates.
         target_policy_noise: std of the Gaussian noise added to the target actions (smoothing).
         target_noise_clip: clip of that noise.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -100,6 +101,7 @@ class TD3(OffPolicyAlgorithm):
         policy_delay: int = 2,
         target_policy_noise: float = 0.2,
         target_noise_clip: float = 0.5,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -124,6 +126,7 @@ class TD3(OffPolicyAlgorithm):
             optimize_memory_usage=optimize_memory_usage,
             n_steps=n_steps,
             policy_kwargs=policy_kwargs,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             verbose=verbose,
             device=device,

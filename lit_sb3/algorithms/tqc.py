@@ -63,6 +63,7 @@ class TQC(SAC):
         use_sde: gSDE exploration instead of Gaussian noise.
         sde_sample_freq: resample the gSDE noise every n steps (-1: once per collection).
         use_sde_at_warmup: gSDE instead of uniform random actions during the warm-up.
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -110,6 +111,7 @@ class TQC(SAC):
         use_sde: bool = False,
         sde_sample_freq: int = -1,
         use_sde_at_warmup: bool = False,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -123,7 +125,7 @@ class TQC(SAC):
             policy, None, learning_rate, buffer_size, learning_starts, batch_size, tau, gamma, train_freq,
             gradient_steps, action_noise, replay_buffer_class, replay_buffer_kwargs, optimize_memory_usage, n_steps,
             ent_coef, target_update_interval, target_entropy, use_sde, sde_sample_freq, use_sde_at_warmup,
-            stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device, False,
+            monitor_wrapper, stats_window_size, tensorboard_log, policy_kwargs, verbose, seed, device, False,
         )  # fmt: skip
         if (
             isinstance(top_quantiles_to_drop_per_net, bool)

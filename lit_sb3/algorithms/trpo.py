@@ -120,6 +120,7 @@ class TRPO(OnPolicyAlgorithm):
         normalize_advantage: normalise the advantages.
         target_kl: the trust region: maximum KL between the old and the new policy.
         sub_sampling_factor: use every k-th sample of the (shuffled) rollout for the policy step (faster).
+        monitor_wrapper: wrap a plain env in a ``Monitor`` (episode statistics for ``rollout/ep_rew_mean``).
         stats_window_size: episodes averaged for logging.
         tensorboard_log: folder of ``learn()``'s TensorBoard events (``<tensorboard_log>/<tb_log_name>_<n>``);
             None: ``learn()`` writes no log folder.
@@ -166,6 +167,7 @@ class TRPO(OnPolicyAlgorithm):
         normalize_advantage: bool = True,
         target_kl: float = 0.01,
         sub_sampling_factor: int = 1,
+        monitor_wrapper: bool = True,
         stats_window_size: int = 100,
         tensorboard_log: str | None = None,
         policy_kwargs: dict[str, Any] | None = None,
@@ -187,6 +189,7 @@ class TRPO(OnPolicyAlgorithm):
             sde_sample_freq=sde_sample_freq,
             rollout_buffer_class=rollout_buffer_class,
             rollout_buffer_kwargs=rollout_buffer_kwargs,
+            monitor_wrapper=monitor_wrapper,
             stats_window_size=stats_window_size,
             policy_kwargs=policy_kwargs,
             verbose=verbose,

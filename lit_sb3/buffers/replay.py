@@ -116,6 +116,9 @@ class ReplayBuffer(BaseBuffer):
         self.optimize_memory_usage = optimize_memory_usage
         self.handle_timeout_termination = handle_timeout_termination
         self.storage_device = get_device(storage_device)
+        # floating samples are cast to this dtype (the networks' under precision="bf16-true"/"64-true"; None: as
+        # stored); the algorithm sets it when Lightning has placed the networks
+        self.sample_float_dtype: th.dtype | None = None
         self.action_dtype = _maybe_cast_action_dtype(action_space.dtype)
         self._init_obs_dtype(obs_dtype)
         maybe_warn_memory(self.nbytes_per_transition() * self.buffer_size * self.n_envs)
@@ -290,6 +293,8 @@ class ReplayBuffer(BaseBuffer):
         return obs, next_obs
 
     def _to_device(self, tensor: th.Tensor) -> th.Tensor:
+        if self.sample_float_dtype is not None and tensor.is_floating_point():
+            return tensor.to(self.device, dtype=self.sample_float_dtype, non_blocking=True)
         return tensor.to(self.device, non_blocking=True)
 
     def _normalize_obs_tensor(self, obs: th.Tensor, env: VecNormalize | None) -> th.Tensor:

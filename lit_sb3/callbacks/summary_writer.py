@@ -21,6 +21,8 @@ class SummaryWriterCallback(Callback):
     """
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        if not getattr(trainer, "enable_autolog_hparams", True):  # Trainer(enable_autolog_hparams=False)
+            return
         params = pl_module.hyperparameters_for_logging() if hasattr(pl_module, "hyperparameters_for_logging") else {}
         for logger in trainer.loggers:
             logger.log_hyperparams(params)
@@ -42,7 +44,9 @@ def _write_tensorboard_hparams(logger: Any, params: dict[str, Any]) -> None:
 
     values = {k: v if isinstance(v, (bool, int, float, str)) else str(v) for k, v in params.items()}
     _, session_start, _ = hparams(values, {})
-    logger.experiment.file_writer.add_summary(session_start)
+    from lit_sb3.lightning_compat import tensorboard_file_writer
+
+    tensorboard_file_writer(logger).add_summary(session_start)  # reopened when a previous fit closed it
     log_dir = Path(logger.log_dir)
     log_dir.mkdir(parents=True, exist_ok=True)
     save_hparams_to_yaml(log_dir / "hparams.yaml", logger.hparams)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import pathlib
 import warnings
 from abc import ABC, abstractmethod
 from functools import partial
@@ -249,6 +251,100 @@ class BaseModel(nn.Module):
         which the caller stores itself). Classes are import-path strings; see :func:`decode_constructor_parameters`."""
         return encode_constructor_parameters(dict(normalize_images=self.normalize_images))
 
+    def save(self, path: str | pathlib.Path | io.BufferedIOBase) -> None:
+        """Save the network alone (SB3's ``policy.save``): its constructor arguments, spaces and weights, in the
+        model archives' safe format (JSON + tensors; :meth:`load` runs no code from the file).
+
+        Args:
+            path: file path (``.zip`` added when missing) or a writable buffer.
+        """
+        import inspect
+
+        from lit_sb3.utils.serialization import save_archive, space_to_dict
+        from lit_sb3.utils.system import get_system_info
+
+        params = self._get_constructor_parameters()
+        needed = [
+            name
+            for name, p in inspect.signature(type(self).__init__).parameters.items()
+            if p.default is p.empty
+            and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+            and name not in ("self", "observation_space", "action_space", "lr_schedule", *params)
+        ]
+        if needed:  # an actor, critic or Q-network: built around a features extractor its policy owns
+            raise TypeError(
+                f"{type(self).__name__} cannot be saved alone: its constructor needs {', '.join(needed)} (modules, "
+                "not data); save the policy it belongs to instead (model.policy.save(path))."
+            )
+        data = {
+            "algo": type(self).__name__,
+            "kind": "policy",
+            "policy_class": f"{type(self).__module__}.{type(self).__qualname__}",
+            "params": params,
+            "observation_space": space_to_dict(self.observation_space),
+            "action_space": space_to_dict(self.action_space),
+        }
+        tensors = {"model": {k: v.detach().cpu() for k, v in self.state_dict().items()}}
+        info = "\n".join(f"- {k}: {v}" for k, v in get_system_info().items())
+        save_archive(path, data, tensors, info)
+
+    @classmethod
+    def load(
+        cls: type[SelfBaseModel], path: str | pathlib.Path | io.BufferedIOBase, device: th.device | str = "auto"
+    ) -> SelfBaseModel:
+        """Load a network saved with :meth:`save` (SB3's ``Policy.load``); its optimizer starts afresh.
+
+        Args:
+            path: archive path or readable buffer.
+            device: device for the network.
+
+        Raises:
+            BadFileError: not a policy archive of this class, or a malformed, oversized or unsafe one (one line).
+        """
+        import inspect
+
+        from lit_sb3.core.schedules import constant_fn
+        from lit_sb3.utils.serialization import BadFileError, check_declared_net_arch, load_archive, space_from_dict
+
+        data, tensors = load_archive(path, device="cpu")
+        where = str(path) if isinstance(path, (str, pathlib.Path)) else getattr(path, "name", None) or "<buffer>"
+        if data.get("kind") != "policy":
+            raise BadFileError(
+                f"{where}: the archive holds a {data['algo']} model, not a policy; use {data['algo']}.load(path) "
+                f"(its .policy is the network)."
+            )
+        expected = f"{cls.__module__}.{cls.__qualname__}"
+        if data.get("policy_class") != expected:
+            raise BadFileError(
+                f"{where}: the archive holds a {data.get('policy_class')} policy, not {cls.__name__}; load it with "
+                f"{data['algo']}.load()."
+            )
+        try:
+            params = decode_constructor_parameters(data["params"])
+            check_declared_net_arch(params)
+            observation_space = space_from_dict(data["observation_space"])
+            action_space = space_from_dict(data["action_space"])
+            if "lr_schedule" in inspect.signature(cls.__init__).parameters:
+                params["lr_schedule"] = constant_fn(0.0)  # SB3's dummy schedule: a loaded policy is not trained
+            model = cls(observation_space, action_space, **params)
+        except (ValueError, TypeError, KeyError) as exc:
+            raise BadFileError(f"{where}: cannot rebuild {cls.__name__}: {' '.join(str(exc).split())}") from None
+        state = tensors["model"]
+        expected_state = model.state_dict()
+        for key, value in state.items():
+            if key in expected_state and expected_state[key].shape != value.shape:
+                raise BadFileError(
+                    f"{where}: model.pth {key} has shape {tuple(value.shape)}, the network's "
+                    f"{tuple(expected_state[key].shape)}"
+                )
+        missing, unexpected = model.load_state_dict(state, strict=False)
+        if missing or unexpected:
+            raise BadFileError(
+                f"{where}: the archive does not match {cls.__name__}'s network "
+                f"(missing {list(missing)[:5]}, unexpected {list(unexpected)[:5]})"
+            )
+        return model.to(get_device(device))
+
     @property
     def device(self) -> th.device:
         """Device of the first parameter (CPU when there is none)."""
@@ -409,6 +505,8 @@ class BasePolicy(BaseModel, ABC):
         obs_tensor, vectorized_env = self.obs_to_tensor(observation)
         with th.inference_mode():
             actions_t = self._predict(obs_tensor, deterministic=deterministic)
+        if actions_t.dtype in (th.bfloat16, th.float16):  # precision="bf16-true": numpy has no bfloat16
+            actions_t = actions_t.float()
         actions = actions_t.cpu().numpy().reshape((-1, *self.action_space.shape))  # type: ignore[misc]
         if isinstance(self.action_space, spaces.Box):
             if self.squash_output:

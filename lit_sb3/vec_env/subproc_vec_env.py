@@ -48,8 +48,12 @@ def _worker(remote: Connection, parent_remote: Connection, env_fn_wrapper: Cloud
             elif cmd == "get_spaces":
                 remote.send((env.observation_space, env.action_space))
             elif cmd == "env_method":
-                method = env.get_wrapper_attr(data[0])
-                remote.send(method(*data[1], **data[2]))
+                try:  # a missing method is the caller's AttributeError, not the end of this worker
+                    method = env.get_wrapper_attr(data[0])
+                except AttributeError as exc:
+                    remote.send(("attribute_error", str(exc)))
+                else:
+                    remote.send(("ok", method(*data[1], **data[2])))
             elif cmd == "get_attr":
                 try:
                     remote.send(("ok", env.get_wrapper_attr(data)))
@@ -201,11 +205,15 @@ class SubprocVecEnv(VecEnv):
             remote.recv()
 
     def env_method(self, method_name: str, *method_args, indices: VecEnvIndices = None, **method_kwargs) -> list[Any]:
-        """Call a method of the sub-environments."""
+        """Call a method of the sub-environments (AttributeError if one lacks it; the workers live on)."""
         target_remotes = self._get_target_remotes(indices)
         for remote in target_remotes:
             remote.send(("env_method", (method_name, method_args, method_kwargs)))
-        return [remote.recv() for remote in target_remotes]
+        answers = [remote.recv() for remote in target_remotes]
+        for status, value in answers:
+            if status == "attribute_error":
+                raise AttributeError(value)
+        return [value for _, value in answers]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
         """Whether each sub-environment is wrapped with ``wrapper_class``."""
