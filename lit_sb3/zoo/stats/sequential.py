@@ -63,6 +63,7 @@ __all__ = [
     "first_crossing",
     "holm",
     "decide",
+    "fixed_design",
 ]
 
 SPENDING = ("pocock", "obrien-fleming")
@@ -542,12 +543,7 @@ def decide(
         plan: the looks.
         aggregate: add one comparison per pair over all envs (default: when there are several envs).
     """
-    aggregate = len(envs) > 1 if aggregate is None else aggregate
-    family: list[Comparison] = []
-    for x, y in pairs:
-        family += [Comparison(x, y, e, [e]) for e in envs]
-        if aggregate:
-            family.append(Comparison(x, y, "aggregate", list(envs)))
+    family = _family(pairs, envs, aggregate)
     m = len(family)
     holm_levels = [plan.alpha / j for j in range(1, m + 1)]
     data = {k: np.asarray(v, dtype=np.float64) for k, v in scores.items()}
@@ -572,25 +568,82 @@ def decide(
         rejected = holm(p_now, plan.alpha)
         last = k == len(plan.looks) - 1
         for i in open_:
-            c, lk = family[i], family[i].looks[-1]
-            if rejected[i]:
-                c.outcome = "x_better" if lk.direction == "x" else "y_better"
-                winner, loser = (c.x, c.y) if lk.direction == "x" else (c.y, c.x)
-                c.reason = (
-                    f"settled at look {k + 1} ({n} seeds): {winner} credibly better than {loser} "
-                    f"(repeated p = {lk.p_value:.2g}, Holm over {m} comparisons at {plan.alpha:g})"
-                )
-            elif 0.5 - plan.margin < lk.low and lk.high < 0.5 + plan.margin:
-                c.outcome = "equivalent"
-                c.reason = (
-                    f"settled at look {k + 1} ({n} seeds): credibly equivalent, P(X > Y) in "
-                    f"[{lk.low:.3f}, {lk.high:.3f}] inside 0.5 +- {plan.margin:g}"
-                )
-            elif last:
-                c.reason = f"max seeds reached ({n}) and still open"
-                continue
-            else:
-                c.reason = f"open after look {k + 1} ({n} seeds)"
-                continue
-            c.settled_at = k
+            _settle(family[i], rejected[i], k, plan.alpha, plan.margin, m, last)
+    return family
+
+
+def _settle(c: Comparison, rejected: bool, k: int, alpha: float, margin: float, m: int, last: bool) -> None:
+    """Set the outcome of comparison ``c`` after look ``k`` (its last look)."""
+    lk = c.looks[-1]
+    if rejected:
+        c.outcome = "x_better" if lk.direction == "x" else "y_better"
+        winner, loser = (c.x, c.y) if lk.direction == "x" else (c.y, c.x)
+        c.reason = (
+            f"settled at look {k + 1} ({lk.n} seeds): {winner} credibly better than {loser} "
+            f"(repeated p = {lk.p_value:.2g}, Holm over {m} comparisons at {alpha:g})"
+        )
+    elif 0.5 - margin < lk.low and lk.high < 0.5 + margin:
+        c.outcome = "equivalent"
+        c.reason = (
+            f"settled at look {k + 1} ({lk.n} seeds): credibly equivalent, P(X > Y) in "
+            f"[{lk.low:.3f}, {lk.high:.3f}] inside 0.5 +- {margin:g}"
+        )
+    else:
+        c.reason = f"max seeds reached ({lk.n}) and still open" if last else f"open after look {k + 1} ({lk.n} seeds)"
+        return
+    c.settled_at = k
+
+
+def _family(pairs: Sequence[tuple[str, str]], envs: Sequence[str], aggregate: bool | None) -> list[Comparison]:
+    aggregate = len(envs) > 1 if aggregate is None else aggregate
+    family: list[Comparison] = []
+    for x, y in pairs:
+        family += [Comparison(x, y, e, [e]) for e in envs]
+        if aggregate:
+            family.append(Comparison(x, y, "aggregate", list(envs)))
+    return family
+
+
+def fixed_design(
+    scores: Mapping[tuple[str, str], ArrayLike],
+    pairs: Sequence[tuple[str, str]],
+    envs: Sequence[str],
+    alpha: float = 0.05,
+    margin: float = 0.1,
+    aggregate: bool | None = None,
+) -> list[Comparison]:
+    """The same family of comparisons for an experiment run with a fixed number of seeds: one look each, at the
+    seeds both algorithms have on every env of the comparison (the first n in seed order), the exact permutation
+    test's p-value (no spending: one look), Holm over the family, the confidence sequence at ``alpha / m``.
+
+    Args:
+        scores: ``(algo, env) -> scores in seed order``.
+        pairs: ``(X, Y)`` pairs.
+        envs: envs, in order.
+        alpha: family-wise level.
+        margin: equivalence margin on P(X > Y).
+        aggregate: add one comparison per pair over all envs (default: when there are several envs).
+    """
+    family = _family(pairs, envs, aggregate)
+    m = len(family)
+    holm_levels = [alpha / j for j in range(1, m + 1)]
+    data = {k: np.asarray(v, dtype=np.float64) for k, v in scores.items()}
+    for c in family:
+        xs = [data.get((c.x, e), np.zeros(0)) for e in c.envs]
+        ys = [data.get((c.y, e), np.zeros(0)) for e in c.envs]
+        n = min(v.size for v in xs + ys)
+        if n < 2:
+            c.reason = f"too few runs for a test ({n} per algorithm on some env; 2 needed)"
+            continue
+        plan = SequentialPlan(n, n, 1, alpha, margin)
+        point, p, direction = group_sequential([v[:n] for v in xs], [v[:n] for v in ys], plan,
+                                               extra_levels=holm_levels)[0]  # fmt: skip
+        low, high = confidence_sequence(paired_kernel(xs, ys, n), alpha / m)[-1]
+        c.looks.append(Look(n, point, low, high, p, direction))
+    rejected = holm([c.looks[-1].p_value if c.looks else 1.0 for c in family], alpha)
+    for c, r in zip(family, rejected, strict=True):
+        if c.looks:
+            _settle(c, r, 0, alpha, margin, m, last=True)
+            if c.outcome == "open":
+                c.reason = f"no verdict at {c.looks[-1].n} seeds (one look, fixed design)"
     return family
