@@ -41,8 +41,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     Args:
         p: the ``run`` parser.
     """
-    from lit_sb3.zoo.stats.sequential import SPENDING
-
     g = p.add_argument_group("sequential comparison (--until-verdict)")
     g.add_argument("--until-verdict", action="store_true",
                    help="run seeds in waves until every (algo pair, env) and each pair's aggregate is settled "
@@ -54,8 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="credibly equivalent when P(X > Y) lies inside 0.5 +- M, M in (0, 0.5) (default 0.1)")  # fmt: skip
     g.add_argument("--alpha", type=float, default=None, metavar="A",
                    help="family-wise level of a false 'credibly better' over all looks and comparisons (default 0.05)")  # fmt: skip
-    g.add_argument("--spending", choices=SPENDING, default=None,
-                   help="alpha-spending function over the looks (default pocock: spends more at early looks)")  # fmt: skip
+    g.add_argument("--spending", default=None, metavar="NAME",
+                   help="alpha-spending function over the looks: pocock (default: spends more at the early looks, "
+                   "where seeds are saved) or obrien-fleming (keeps almost all of alpha for the last look)")  # fmt: skip
 
 
 _DEFAULTS = {"min_seeds": 5, "max_seeds": 10, "wave": 1, "equivalence_margin": 0.1, "alpha": 0.05, "spending": "pocock"}

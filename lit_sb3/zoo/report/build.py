@@ -205,7 +205,7 @@ def build_report(
 
     from lit_sb3.zoo.report.control import as_json, control_blocks, error_control, summary_lines
 
-    control = error_control(results, tasks, fig_dir)  # verdicts with error control (Holm; sequential design)
+    control = error_control(results, tasks, fig_dir, min_runs)  # verdicts with error control (Holm; sequential design)
 
     # --- files: scores.csv
     with (out / "scores.csv").open("w", newline="") as fh:

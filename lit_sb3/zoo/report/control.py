@@ -48,13 +48,15 @@ def _earlier_looks(results: Results) -> list[dict[str, Any]]:
     return out
 
 
-def error_control(results: Results, tasks: list[str], fig_dir: Path) -> dict[str, Any] | None:
+def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: int = 5) -> dict[str, Any] | None:
     """The family of comparisons over ``tasks`` with its verdicts, and the design it rests on.
 
     Args:
         results: the experiment's runs.
         tasks: the envs every algorithm has runs on.
         fig_dir: where the narrowing figure goes (sequential experiments).
+        min_runs: the report's ``--min-runs``: a fixed-design comparison on fewer seeds gets no verdict (a
+            sequential design's own ``--min-seeds`` rules there).
     """
     from lit_sb3.zoo import plots
     from lit_sb3.zoo.stats.sequential import SequentialPlan, decide, fixed_design
@@ -85,23 +87,24 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path) -> dict[str
         rule = (
             f"Sequential design of bench run --until-verdict: {plan.describe()}. Sample: each comparison rests on "
             "the seeds (in seed order) it had when it stopped, for both algorithms on every env it covers. "
-            f"Error rate: a false 'credibly better' anywhere in the family of {len(family)} comparisons has "
-            f"probability <= {plan.alpha:g} (family-wise, over all looks); a false 'credibly equivalent' likewise "
-            "(Bonferroni over the confidence sequences)."
+            f"Error rate: the probability of any false verdict of superiority in the family of {len(family)} "
+            f"comparisons is <= {plan.alpha:g} (family-wise, over all looks); of a false verdict of equivalence "
+            "likewise (Bonferroni over the confidence sequences)."
         )
         if any(c.looks for c in family):
             figure = plots.plot_sequential(family, fig_dir / "sequential_intervals.png", plan.margin)
     else:
         alpha = ALPHA / (len(earlier) + 1)
-        family = fixed_design(scores, pairs, tasks, alpha=alpha, margin=MARGIN)
+        family = fixed_design(scores, pairs, tasks, alpha=alpha, margin=MARGIN, min_runs=min_runs)
         design = "fixed"
         rule = (
             "Fixed design: one look per comparison at the seeds both algorithms have on every env it covers (the "
             "first n in seed order), exact permutation test of P(X > Y) (Mann-Whitney, ties half), Holm over all "
             f"{len(family)} comparisons (every pair on every env, and each pair's aggregate over the envs); "
             f"credibly equivalent when the {1 - alpha / len(family):.4g} confidence sequence lies inside 0.5 +- "
-            f"{MARGIN:g}. Error rate: a false 'credibly better' anywhere in the family has probability <= "
-            f"{alpha:.3g} (family-wise)."
+            f"{MARGIN:g}; a comparison on fewer than {min_runs} seeds per algorithm and env gets no verdict. Error "
+            f"rate: the probability of any false verdict of superiority in the family is <= {alpha:.3g} "
+            "(family-wise)."
         )
     extended = None
     if earlier:

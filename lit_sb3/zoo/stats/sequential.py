@@ -130,7 +130,12 @@ class SequentialPlan:
         if not 0.0 < self.margin < 0.5:
             raise ValueError(f"--equivalence-margin must be in (0, 0.5) (on P(X > Y)), got {self.margin:g}")
         if self.spending not in SPENDING:
-            raise ValueError(f"unknown spending function {self.spending!r}; allowed: {', '.join(SPENDING)}")
+            from lit_sb3.zoo.errors import did_you_mean
+
+            raise ValueError(
+                f"--spending: unknown spending function {self.spending!r}{did_you_mean(self.spending, SPENDING)}; "
+                f"allowed: {', '.join(SPENDING)}"
+            )
 
     @property
     def looks(self) -> tuple[int, ...]:
@@ -542,6 +547,8 @@ def decide(
         envs: envs, in order.
         plan: the looks.
         aggregate: add one comparison per pair over all envs (default: when there are several envs).
+        min_runs: seeds per algorithm and env below which a comparison gets its numbers but no verdict (its
+            p-value still counts in Holm's family, which only makes the others more conservative).
     """
     family = _family(pairs, envs, aggregate)
     m = len(family)
@@ -611,6 +618,7 @@ def fixed_design(
     alpha: float = 0.05,
     margin: float = 0.1,
     aggregate: bool | None = None,
+    min_runs: int = 2,
 ) -> list[Comparison]:
     """The same family of comparisons for an experiment run with a fixed number of seeds: one look each, at the
     seeds both algorithms have on every env of the comparison (the first n in seed order), the exact permutation
@@ -623,6 +631,8 @@ def fixed_design(
         alpha: family-wise level.
         margin: equivalence margin on P(X > Y).
         aggregate: add one comparison per pair over all envs (default: when there are several envs).
+        min_runs: seeds per algorithm and env below which a comparison gets its numbers but no verdict (its
+            p-value still counts in Holm's family, which only makes the others more conservative).
     """
     family = _family(pairs, envs, aggregate)
     m = len(family)
@@ -642,7 +652,11 @@ def fixed_design(
         c.looks.append(Look(n, point, low, high, p, direction))
     rejected = holm([c.looks[-1].p_value if c.looks else 1.0 for c in family], alpha)
     for c, r in zip(family, rejected, strict=True):
-        if c.looks:
+        if c.looks and c.looks[-1].n < min_runs:
+            c.reason = (
+                f"too few runs for a verdict (n={c.looks[-1].n} per algorithm and env; a verdict needs >= {min_runs})"
+            )
+        elif c.looks:
             _settle(c, r, 0, alpha, margin, m, last=True)
             if c.outcome == "open":
                 c.reason = f"no verdict at {c.looks[-1].n} seeds (one look, fixed design)"
