@@ -161,3 +161,38 @@ def test_until_verdict_dry_run(in_tmp_path: Path, capsys: pytest.CaptureFixture[
     assert f"worst case (every comparison open to --max-seeds 10): 40 jobs, {10 * per_seed:,} env steps" in out
     assert f"best case (all settled at --min-seeds 4): 16 jobs, {4 * per_seed:,} env steps" in out
     assert not (in_tmp_path / "mlflow.db").exists()
+
+
+def test_report_of_an_extended_experiment_says_so(tmp_path: Path, mlflow_template: Path) -> None:
+    """A fixed-seed experiment reported at 5 seeds, extended to 8, reported again: the second report says it was
+    extended, and its verdicts with error control use alpha / 2 (two looks, Bonferroni); every report carries the
+    Holm-controlled family of comparisons."""
+    from mlflow.entities import Metric
+
+    from tests.test_report import _one_env_store
+
+    uri = _one_env_store(tmp_path, mlflow_template, 5, {"sac": 0.9, "td3": 0.3})
+    args = ["report", "--experiment", "small", "--tracking-uri", uri, "--reps", "200"]
+    assert main([*args, "--out", str(tmp_path / "r1")]) == 0
+    first = json.loads((tmp_path / "r1" / "aggregates.json").read_text())["error_control"]
+    assert first["design"] == "fixed" and first["alpha"] == 0.05 and first["extended"] is None
+    (c,) = first["comparisons"]  # one pair on one env: no aggregate
+    assert c["outcome"] == "x_better" and c["seeds"] == 5  # 5 perfectly separated runs each: exact p 2/252
+    md = (tmp_path / "r1" / "report.md").read_text()
+    assert "## Verdicts with error control" in md and "Holm over all 1 comparisons" in md
+
+    client = _client(uri)
+    exp = client.get_experiment_by_name("small")
+    for algo, score in (("sac", -300.0), ("td3", -900.0)):
+        for seed in (5, 6, 7):
+            tags = {"lit_sb3.run_type": "job", "lit_sb3.algo": algo, "lit_sb3.env": "Pendulum-v1",
+                    "lit_sb3.seed": str(seed)}  # fmt: skip
+            rid = client.create_run(exp.experiment_id, tags=tags).info.run_id
+            client.log_batch(rid, metrics=[Metric("final/mean_reward", score, 0, 4000)])
+            client.set_terminated(rid, "FINISHED")
+    assert main([*args, "--out", str(tmp_path / "r2")]) == 0
+    second = json.loads((tmp_path / "r2" / "aggregates.json").read_text())["error_control"]
+    assert second["alpha"] == 0.025 and "extended after 1 earlier report" in second["extended"]
+    assert second["comparisons"][0]["seeds"] == 8
+    md = (tmp_path / "r2" / "report.md").read_text()
+    assert "> **Warning:** this experiment was extended after 1 earlier report(s)" in md
