@@ -399,14 +399,39 @@ def group_sequential(
         return []
     obs, perm = obs[0], perm[:1]
     grid = _P_GRID if levels is None else np.asarray(levels, dtype=np.float64)
-    levels_ = np.unique(np.concatenate([grid, np.asarray(extra_levels, dtype=np.float64), [plan.alpha]]))
-    cum = plan.cumulative(levels_)[:, :k_max]
-    first = _first_crossings(perm, obs[None, :], cum, labels.count)
+    exact = np.concatenate([np.asarray(extra_levels, dtype=np.float64), [plan.alpha]])
+    levels_ = np.unique(np.concatenate([grid, exact]))
+    first = np.full((levels_.size, 2), -2, dtype=np.int64)  # -2: not evaluated
+
+    def evaluate(idx: NDArray[np.int64]) -> None:
+        idx = idx[first[idx, 0] == -2]
+        if idx.size:
+            cum = plan.cumulative(levels_[idx])[:, :k_max]
+            first[idx] = _first_crossings(perm, obs[None, :], cum, labels.count)
+
+    # the repeated p-value at look k: the smallest evaluated level from which on every evaluated level crosses by
+    # look k (crossing is not exactly monotone in the level with discrete statistics; this reading is, so that
+    # "p <= alpha / j" implies "the test at alpha / j crosses": Holm's levels and alpha are always evaluated).
+    # A coarse pass (every 8th level and those), then the levels between the last coarse one that does not cross
+    # and the next one.
+    coarse = np.unique(np.r_[np.arange(0, levels_.size, 8), levels_.size - 1, np.searchsorted(levels_, exact)])
+    evaluate(coarse)
+
+    def p_index(k: int, among: NDArray[np.int64]) -> int | None:
+        crossed = (first[among, 0] >= 0) & (first[among, 0] <= k)
+        misses = np.nonzero(~crossed)[0]
+        if misses.size == 0:
+            return int(among[0])
+        return None if misses[-1] == among.size - 1 else int(among[misses[-1] + 1])
+
     out = []
     for k in range(k_max):
-        crossed = np.nonzero((first[:, 0] >= 0) & (first[:, 0] <= k))[0]
-        if crossed.size:
-            i = crossed[0]
+        i = p_index(k, coarse)
+        if i is not None:
+            below = coarse[coarse < i]
+            evaluate(np.arange(below[-1] + 1 if below.size else 0, i))
+            i = p_index(k, np.nonzero(first[:, 0] != -2)[0])
+        if i is not None:
             p, direction = float(levels_[i]), ("x" if first[i, 1] == 0 else "y")
         else:
             p, direction = 1.0, ("x" if obs[k] >= 0.5 else "y")
