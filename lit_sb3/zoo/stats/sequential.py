@@ -20,8 +20,9 @@ The rule (``bench run --until-verdict``, ``bench report``), for one comparison o
   enumerated exactly when the plan's product of ``C(2w, w)`` is at most :data:`EXACT_LIMIT`, else drawn
   (:data:`MC_DRAWS` per wave, fixed seeds: the same data always give the same decision).
 * **Many comparisons: Holm (family-wise error).** Each comparison carries its *repeated p-value* (the
-  smallest level at which its group-sequential test would have crossed at some look so far; Jennison &
-  Turnbull 2000, ch. 9), valid at any look. Holm's step-down over all pairs x envs (+ the aggregates) at
+  smallest level from which on its group-sequential test, run at that level, would have crossed at some look
+  so far; Jennison & Turnbull 2000, ch. 9), valid at any look: ``p <= a`` implies that the level-``a`` test
+  crossed, for ``a`` = ``alpha`` and each of Holm's ``alpha / j``, which are always evaluated exactly. Holm's step-down over all pairs x envs (+ the aggregates) at
   every look keeps the probability of *any* false "credibly better" at ``alpha`` under any dependence
   between comparisons (they share algorithms and envs, so BH's positive-dependence condition is not given).
 * **Equivalence ("credibly equivalent", |P(X > Y) - 0.5| < margin) and the intervals shown: an anytime-valid
