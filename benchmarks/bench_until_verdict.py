@@ -79,6 +79,7 @@ def main() -> int:
     p.add_argument("--max-seeds", type=int, default=10, help="also the fixed grid's seeds (default 10)")
     p.add_argument("--wave", type=int, default=1)
     p.add_argument("--jobs", type=int, default=None)
+    p.add_argument("--seed-batch", type=int, default=1, help="bench run --seed-batch of both designs (default 1)")
     p.add_argument("--reps", type=int, default=20_000, help="bootstrap reps of the reports")
     args = p.parse_args()
     out = ROOT / "reports" / args.name
@@ -87,6 +88,7 @@ def main() -> int:
     store.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite:///{store / 'mlflow.db'}"
     jobs = ["--jobs", str(args.jobs)] if args.jobs else []
+    jobs += ["--seed-batch", str(args.seed_batch)] if args.seed_batch > 1 else []
     summary: dict[str, Any] = {"groups": []}
     lines = [f"# Seeds saved by `--until-verdict` ({args.name})", "", f"`python {' '.join(sys.argv)}`", ""]
     for group, algos, envs, steps, smoke_steps, smoke_hyper in GROUPS:
