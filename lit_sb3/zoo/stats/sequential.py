@@ -31,7 +31,7 @@ The rule (``bench run --until-verdict``, ``bench report``), for one comparison o
   comparisons (Bonferroni): it covers P(X > Y) at every wave at once, so stopping when it fits inside the
   margin keeps a false "equivalent" below ``alpha`` too. It uses n pairs where the rank test uses n^2
   comparisons, so it is the slower of the two: it never decides superiority here.
-* **Why not only a confidence sequence**: an e-process for P(X > Y) on n pairs needs about 9 seeds per
+* **Why not only a confidence sequence**: an e-process for P(X > Y) on n pairs (the one here) needs 10 seeds per
   algorithm to call even a perfect separation at 5 %; the permutation test calls it at 5-6 (the exact
   one-look p-value of 5 runs against 5 is 2/252). RL comparisons live at 3-10 seeds, so the rank test decides.
 """
