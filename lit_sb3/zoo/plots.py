@@ -25,6 +25,7 @@ __all__ = [
     "plot_iqm_curves",
     "plot_env_curves",
     "mean_ci_over_seeds",
+    "plot_sequential",
 ]
 
 DPI = 200
@@ -245,4 +246,41 @@ def plot_env_curves(
     ax.grid(alpha=0.3)
     ax.legend()
     ax.set_title(f"{env}: mean over seeds (95 % bootstrap CI)")
+    return _save(fig, path)
+
+
+def plot_sequential(family: Sequence[object], path: Path, margin: float) -> Path:
+    """P(X > Y) wave by wave, one panel per comparison: the point estimate and the confidence sequence at each
+    look (seeds per algorithm on the x axis), with 0.5 and the equivalence margin dashed.
+
+    Args:
+        family: :class:`~lit_sb3.zoo.stats.sequential.Comparison` objects (their ``looks``).
+        path: PNG to write (and its SVG).
+        margin: the equivalence margin.
+    """
+    plt = _plt()
+    shown = [c for c in family if c.looks]  # type: ignore[attr-defined]
+    cols = min(3, max(1, len(shown)))
+    rows = -(-len(shown) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 2.8 * rows), squeeze=False)
+    colors = {"x_better": "tab:blue", "y_better": "tab:orange", "equivalent": "tab:green", "open": "tab:gray"}
+    for ax, c in zip(axes.ravel(), shown):
+        n = [lk.n for lk in c.looks]  # type: ignore[attr-defined]
+        point = np.array([lk.point for lk in c.looks])  # type: ignore[attr-defined]
+        low = np.array([lk.low for lk in c.looks])  # type: ignore[attr-defined]
+        high = np.array([lk.high for lk in c.looks])  # type: ignore[attr-defined]
+        color = colors.get(c.outcome, "tab:gray")  # type: ignore[attr-defined]
+        ax.errorbar(n, point, yerr=[point - low, high - point], fmt="o-", color=color, capsize=4)
+        for y, style in ((0.5, "--"), (0.5 - margin, ":"), (0.5 + margin, ":")):
+            ax.axhline(y, color="tab:red", linestyle=style, linewidth=1)
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xticks(n)
+        ax.set_xlabel("seeds per algorithm")
+        ax.set_ylabel(f"P({c.x} > {c.y})")  # type: ignore[attr-defined]
+        what = {"x_better": f"{c.x} better", "y_better": f"{c.y} better"}.get(c.outcome, c.outcome)  # type: ignore[attr-defined]
+        ax.set_title(f"{c.x} vs {c.y}, {c.env}: {what}", fontsize=9)  # type: ignore[attr-defined]
+        ax.grid(alpha=0.3)
+    for ax in axes.ravel()[len(shown) :]:
+        ax.axis("off")
+    fig.tight_layout()
     return _save(fig, path)

@@ -79,6 +79,9 @@ class Results:
         runs: FINISHED job runs.
         not_finished: (algo, env) -> count of FAILED/KILLED/RUNNING job runs.
         failure_reasons: (algo, env) -> ``lit_sb3.failure_reason`` tags of failed runs.
+        sequential_plan: the plan of the latest ``bench run --until-verdict`` of the experiment (None: none).
+        earlier_reports: runs per algo x env of each earlier ``bench report`` of the experiment (its
+            ``lit_sb3.report_runs`` tag), oldest first.
     """
 
     tracking_uri: str
@@ -87,6 +90,8 @@ class Results:
     runs: list[RunRecord]
     not_finished: dict[tuple[str, str], int] = field(default_factory=dict)
     failure_reasons: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    sequential_plan: dict[str, Any] | None = None
+    earlier_reports: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def algos(self) -> list[str]:
@@ -229,6 +234,36 @@ def _curve(store: Any, run_id: str) -> tuple[NDArray[np.float64], NDArray[np.flo
     return steps, np.array([last[int(s)][1] for s in steps], dtype=np.float64)
 
 
+REPORT_RUNS_TAG = "lit_sb3.report_runs"
+"""Tag of a report run: ``{"algo env": runs}`` it rested on (a later report sees whether the experiment grew)."""
+
+
+def _design(store: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The latest sequential plan of the experiment's grid runs, and the looks of its earlier reports."""
+    import json
+
+    from lit_sb3.zoo.waves import PLAN_TAG
+
+    plan, latest = None, -1
+    for run in store.search_runs(f"tags.`lit_sb3.run_type` = 'grid' and tags.`{PLAN_TAG}` != ''"):
+        text = run.data.tags.get(PLAN_TAG, "")
+        if text and run.info.start_time > latest:
+            try:
+                plan, latest = json.loads(text), run.info.start_time
+            except ValueError:
+                continue
+    reports = []
+    for run in sorted(store.search_runs("tags.`lit_sb3.run_type` = 'report'"), key=lambda r: r.info.start_time):
+        text = run.data.tags.get(REPORT_RUNS_TAG, "")
+        try:
+            counts = json.loads(text) if text else None
+        except ValueError:
+            counts = None
+        if isinstance(counts, dict):
+            reports.append({"run_id": run.info.run_id, "name": run.info.run_name, "runs": counts})
+    return plan, reports
+
+
 def load_results(
     tracking_uri: str, experiment: str, algos: Sequence[str] | None = None, envs: Sequence[str] | None = None
 ) -> Results:
@@ -285,6 +320,7 @@ def load_results(
                     total_timesteps=float(metrics.get("time/total_timesteps", np.nan)),
                 )
             )
+        results.sequential_plan, results.earlier_reports = _design(store)
     results.not_finished = dict(not_finished)
     if not results.runs:
         what = f" matching algos={list(algos)}" if algos else ""

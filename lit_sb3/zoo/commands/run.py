@@ -80,6 +80,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--record-final", action="store_true",
                    help="record the final evaluation of each job as an mp4 artifact (videos/; the video extra)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    from lit_sb3.zoo.waves import add_arguments
+
+    add_arguments(p)  # --until-verdict and its options
     p.set_defaults(func=run)
     return p
 
@@ -88,6 +91,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 # planning
 # ---------------------------------------------------------------------------------------------------------
 def _seeds(args: argparse.Namespace) -> list[int]:
+    if getattr(args, "until_verdict", False):  # seeds 0..max-seeds-1, run in waves (lit_sb3.zoo.waves)
+        return list(range(args.max_seeds))
     if args.seed_list is not None:
         out = []
         for part in args.seed_list.split(","):
@@ -133,6 +138,10 @@ def _command_line(args: argparse.Namespace) -> str:
         argv += ["--hyperparams", *args.hyperparams]
     if args.record_final:
         argv += ["--record-final"]
+    if getattr(args, "until_verdict", False):
+        from lit_sb3.zoo.waves import command_flags
+
+        argv += command_flags(args)
     return "bench " + shlex.join(argv)
 
 
@@ -152,6 +161,9 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     from lit_sb3.zoo.suites import default_budgets, expand_algos, expand_envs
 
     algos = expand_algos(args.algos)
+    from lit_sb3.zoo.waves import check_arguments
+
+    check_arguments(args, algos)  # --until-verdict's options: one line before any planning
     check_env_extras(args.envs)  # a missing extra (box2d, atari) is one line naming it, before any env is made
     if args.record_final:
         check_extra("video", "--record-final")
@@ -379,6 +391,8 @@ def run(args: argparse.Namespace) -> int:
     # on screen at once, before the imports and the planning (several seconds on a loaded machine)
     uri = args.tracking_uri or DEFAULT_TRACKING_URI
     seeds = args.seed_list or (f"{args.seeds} seed(s)" if args.seeds else "1 seed")
+    if getattr(args, "until_verdict", False):
+        seeds = "seeds in waves until a verdict"
     print(f"bench run: algos {args.algos} x envs {args.envs} x {seeds}; {args.jobs or os.cpu_count()} worker(s); "
           f"experiment '{args.experiment or default_experiment_name(args.envs)}' at {uri}; planning...",
           flush=True)  # fmt: skip
@@ -388,6 +402,10 @@ def run(args: argparse.Namespace) -> int:
         check_name(args.experiment, "--experiment")  # it names folders (artifacts, reports): refused first
     launcher = None
     jobs, skipped, experiment = _plan(args)
+    if getattr(args, "until_verdict", False):  # waves of seeds until each comparison is settled
+        from lit_sb3.zoo.waves import run_until_verdict
+
+        return run_until_verdict(args, jobs, skipped, experiment, uri, _batchable(jobs, args.seed_batch))
     if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
         return 0
     batchable = _batchable(jobs, args.seed_batch)

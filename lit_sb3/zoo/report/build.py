@@ -203,6 +203,10 @@ def build_report(
             plots.plot_env_curves(env, steps, env_curves, out / name, colors, reps=curve_reps, seed=seed)
             env_figs[env] = (name, f"Learning curves on {env}")
 
+    from lit_sb3.zoo.report.control import as_json, control_blocks, error_control, summary_lines
+
+    control = error_control(results, tasks, fig_dir, min_runs)  # verdicts with error control (Holm; sequential design)
+
     # --- files: scores.csv
     with (out / "scores.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
@@ -288,6 +292,8 @@ def build_report(
         for (a, e), n in sorted(results.not_finished.items())
     ]
     summary = _summary(agg, verdicts, scale, counts, tasks, algo_steps)
+    if control is not None:
+        summary += summary_lines(control)
     aggregates = {
         "title": title,
         "command": command,
@@ -329,10 +335,14 @@ def build_report(
         "warnings": warnings,
         "summary": summary,
         "provenance": provenance,
+        "error_control": as_json(control) if control is not None else None,
     }
     (out / "aggregates.json").write_text(json.dumps(aggregates, indent=2, allow_nan=False, default=_nan_none))
 
     blocks = _blocks(aggregates, verdicts, figs, env_figs, results)
+    if control is not None:  # before the per-env results
+        at = next((i for i, b in enumerate(blocks) if b.kind == "h2" and b.text == "Per-env results"), len(blocks))
+        blocks[at:at] = control_blocks(control)
     (out / "report.md").write_text(_md(blocks))
     (out / "report.html").write_text(_html(blocks, title, out))
     aggregates["seconds"] = time.perf_counter() - started
@@ -366,6 +376,10 @@ def _log(results: Results, out: Path, aggregates: dict[str, Any]) -> None:
     keys = ("normalize", "reps", "seed", "table_version", "scale", "engine", "min_runs")
     params = {k: str(aggregates[k]) for k in keys}
     params["tasks"] = ",".join(aggregates["tasks"])
+    from lit_sb3.zoo.report.control import report_runs
+    from lit_sb3.zoo.results import REPORT_RUNS_TAG
+
+    store.set_tags(rid, {REPORT_RUNS_TAG: json.dumps(report_runs(results), separators=(",", ":"))})
     store.log_metrics(rid, metrics)
     store.log_params(rid, params)
     store.log_artifacts(rid, out)

@@ -1,0 +1,340 @@
+"""``bench run --until-verdict``: a grid run in waves of seeds until every comparison is settled.
+
+The first wave runs seeds ``0..min_seeds-1`` of every (algo, env); after each wave the decisions of every
+(algo pair, env) and of each pair's aggregate over the envs are replayed from the FINISHED runs' scores in
+seed order (:func:`lit_sb3.zoo.stats.sequential.decide`: a group-sequential permutation test with alpha
+spending and Holm over the family, and an anytime-valid confidence sequence for equivalence). An (algo, env)
+gets the next wave (``--wave`` more seeds) while any comparison it belongs to is open, until ``--max-seeds``.
+
+It is a normal ``bench run``: the jobs of a wave go through the same launcher (local or Ray; a wave of one
+(algo, env) is one seed batch with ``--seed-batch``), each seed is its own job run under the invocation's parent
+run, and a rerun of the same command skips the FINISHED jobs. Since the decisions are a deterministic function
+of the scores in seed order and the waves are fixed by the plan, a rerun after a kill replays the same
+decisions and continues where the sequence stopped. Each look's decisions are logged on the parent run (params:
+the plan; metrics at step = seeds per algorithm; artifacts ``sequential/look_<k>.json`` and
+``sequential/decisions.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from lit_sb3.zoo.errors import BenchError
+
+__all__ = ["add_arguments", "check_arguments", "command_flags", "plan_of", "run_until_verdict", "PLAN_TAG"]
+
+PLAN_TAG = "lit_sb3.sequential_plan"
+"""Tag of a sequential grid run: the plan as JSON (``bench report`` replays the decisions with it)."""
+
+_FLAGS = ("min_seeds", "max_seeds", "wave", "equivalence_margin", "alpha", "spending")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """Add ``--until-verdict`` and its options to ``bench run``.
+
+    Args:
+        p: the ``run`` parser.
+    """
+    g = p.add_argument_group("sequential comparison (--until-verdict)")
+    g.add_argument("--until-verdict", action="store_true",
+                   help="run seeds in waves until every (algo pair, env) and each pair's aggregate is settled "
+                   "(credibly better, credibly equivalent) or --max-seeds is reached; needs >= 2 algorithms")  # fmt: skip
+    g.add_argument("--min-seeds", type=int, default=None, metavar="N", help="seeds of the first wave (default 5)")
+    g.add_argument("--max-seeds", type=int, default=None, metavar="N", help="most seeds per algo x env (default 10)")
+    g.add_argument("--wave", type=int, default=None, metavar="N", help="seeds added by each later wave (default 1)")
+    g.add_argument("--equivalence-margin", type=float, default=None, metavar="M",
+                   help="credibly equivalent when P(X > Y) lies inside 0.5 +- M, M in (0, 0.5) (default 0.1)")  # fmt: skip
+    g.add_argument("--alpha", type=float, default=None, metavar="A",
+                   help="family-wise level of a false 'credibly better' over all looks and comparisons (default 0.05)")  # fmt: skip
+    g.add_argument("--spending", default=None, metavar="NAME",
+                   help="alpha-spending function over the looks: pocock (default: spends more at the early looks, "
+                   "where seeds are saved) or obrien-fleming (keeps almost all of alpha for the last look)")  # fmt: skip
+
+
+_DEFAULTS = {"min_seeds": 5, "max_seeds": 10, "wave": 1, "equivalence_margin": 0.1, "alpha": 0.05, "spending": "pocock"}
+
+
+def check_arguments(args: argparse.Namespace, algos: Sequence[str]) -> None:
+    """One-line errors for bad combinations, before any planning; fills in the defaults.
+
+    Args:
+        args: parsed ``bench run`` arguments.
+        algos: the expanded algorithms.
+    """
+    if not getattr(args, "until_verdict", False):
+        given = [f"--{k.replace('_', '-')}" for k in _FLAGS if getattr(args, k, None) is not None]
+        if given:
+            raise BenchError(f"{', '.join(given)} only apply with --until-verdict (add it, or drop them)")
+        return
+    for key, value in _DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.seeds is not None or args.seed_list is not None:
+        raise BenchError(
+            "--until-verdict chooses the seeds itself (0..--max-seeds-1, in waves); drop --seeds/--seed-list"
+        )
+    if len(algos) < 2:
+        raise BenchError(f"--until-verdict compares algorithms: give at least 2 in --algos, got {', '.join(algos)}")
+    plan_of(args)
+
+
+def plan_of(args: argparse.Namespace) -> Any:
+    """The :class:`~lit_sb3.zoo.stats.sequential.SequentialPlan` of the arguments (a one-line error if bad).
+
+    Args:
+        args: parsed ``bench run`` arguments (``check_arguments`` filled the defaults).
+    """
+    from lit_sb3.zoo.stats.sequential import SequentialPlan
+
+    try:
+        return SequentialPlan(args.min_seeds, args.max_seeds, args.wave, args.alpha, args.equivalence_margin,
+                              args.spending)  # fmt: skip
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+
+
+def command_flags(args: argparse.Namespace) -> list[str]:
+    """The ``--until-verdict`` part of the command line.
+
+    Args:
+        args: parsed ``bench run`` arguments.
+    """
+    out = ["--until-verdict"]
+    for key in _FLAGS:
+        out += [f"--{key.replace('_', '-')}", f"{getattr(args, key)}"]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the plan
+# ---------------------------------------------------------------------------------------------------------
+def _order(jobs: Sequence[Any]) -> tuple[list[str], list[str]]:
+    algos = list(dict.fromkeys(j.algo for j in jobs))
+    envs = list(dict.fromkeys(j.env_id for j in jobs))
+    return algos, envs
+
+
+def print_plan(plan: Any, jobs: Sequence[Any], finished: set[str]) -> None:
+    """``--dry-run``: the waves, the comparisons and the worst-case (and best-case) seeds and env steps.
+
+    Args:
+        plan: the sequential plan.
+        jobs: every job up to ``--max-seeds``.
+        finished: ids of the jobs already FINISHED.
+    """
+    algos, envs = _order(jobs)
+    budget = {(j.algo, j.env_id): j.n_timesteps for j in jobs}
+    pairs = list(itertools.combinations(algos, 2))
+    n_comp = len(pairs) * (len(envs) + (len(envs) > 1))
+    print(f"sequential plan: {plan.describe()}")
+    print(
+        f"comparisons: {n_comp} ({len(pairs)} pair(s) x {len(envs)} env(s)"
+        + (" + aggregates)" if len(envs) > 1 else ")")
+    )
+    looks = plan.looks
+    per_seed = sum(budget.values())
+    for k, n in enumerate(looks):
+        seeds = plan.wave_seeds(k)
+        wave_jobs = [j for j in jobs if j.seed in seeds]
+        done = sum(j.job_id in finished for j in wave_jobs)
+        print(f"  wave {k + 1}: seeds {seeds.start}..{seeds.stop - 1} ({len(seeds)} per algo x env), look at "
+              f"{n} seeds; at most {len(wave_jobs)} jobs, {sum(j.n_timesteps for j in wave_jobs):,} env steps"
+              + (f" ({done} already finished)" if done else ""))  # fmt: skip
+    print(f"worst case (every comparison open to --max-seeds {plan.max_seeds}): {len(jobs)} jobs, "
+          f"{per_seed * plan.max_seeds:,} env steps; best case (all settled at --min-seeds {plan.min_seeds}): "
+          f"{len(budget) * plan.min_seeds} jobs, {per_seed * plan.min_seeds:,} env steps")  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the waves
+# ---------------------------------------------------------------------------------------------------------
+def _scores(tracking: Any, jobs: Sequence[Any]) -> dict[tuple[str, str], list[float]]:
+    """``(algo, env) -> final scores in seed order`` from the FINISHED runs of ``jobs`` (up to the first seed
+    without one)."""
+    wanted = {j.job_id: j for j in jobs}
+    got: dict[str, float] = {}
+    for run in tracking.job_runs():
+        job_id = run.data.tags.get("lit_sb3.job_id", "")
+        score = run.data.metrics.get("final/mean_reward")
+        if run.info.status == "FINISHED" and job_id in wanted and score is not None:
+            got[job_id] = float(score)
+    out: dict[tuple[str, str], list[float]] = {}
+    for job in sorted(jobs, key=lambda j: j.seed):
+        values = out.setdefault((job.algo, job.env_id), [])
+        if job.job_id in got and len(values) == job.seed:  # seeds are 0..max-1: stop at the first gap
+            values.append(got[job.job_id])
+    return out
+
+
+_OUTCOME = {"x_better": "{x} credibly better", "y_better": "{y} credibly better", "equivalent": "equivalent",
+            "open": "open"}  # fmt: skip
+
+
+def _line(c: Any) -> str:
+    lk = c.looks[-1]
+    what = _OUTCOME[c.outcome].format(x=c.x, y=c.y)
+    return (f"  {c.x} vs {c.y} on {c.env}: P({c.x} > {c.y}) = {lk.point:.3f}, CS [{lk.low:.3f}, {lk.high:.3f}], "
+            f"repeated p = {lk.p_value:.3g}, {lk.n} seeds -> {what}")  # fmt: skip
+
+
+def _look_record(family: Sequence[Any], k: int, n: int) -> dict[str, Any]:
+    return {"look": k + 1, "seeds": n, "comparisons": [c.as_dict() for c in family]}
+
+
+def _metrics(family: Sequence[Any], k: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for c in family:
+        if len(c.looks) <= k:
+            continue
+        lk = c.looks[k]
+        name = f"{c.x} vs {c.y} {c.env}"
+        out[f"verdict/poi {name}"] = lk.point
+        out[f"verdict/poi_low {name}"] = lk.low
+        out[f"verdict/poi_high {name}"] = lk.high
+        out[f"verdict/p_value {name}"] = lk.p_value
+    out["verdict/open"] = float(sum(c.outcome == "open" or (c.settled_at or 0) > k for c in family))
+    return out
+
+
+def run_until_verdict(
+    args: argparse.Namespace, jobs: Sequence[Any], skipped: Sequence[Any], experiment: str, uri: str,
+    batchable: set[str],
+) -> int:  # fmt: skip
+    """Run the waves (see the module docstring); returns the exit status (0, or 1 when jobs failed).
+
+    Args:
+        args: parsed ``bench run`` arguments.
+        jobs: every job up to ``--max-seeds`` (:func:`~lit_sb3.zoo.commands.run._plan`).
+        skipped: pairs that cannot run.
+        experiment: the experiment.
+        uri: tracking URI.
+        batchable: ids of the jobs that may run in seed batches.
+    """
+    from lit_sb3.zoo.commands.run import (
+        _command_line,
+        _launcher_options,
+        _print_summary,
+        _RunBook,
+        _seed_batch_units,
+        _summary,
+    )
+    from lit_sb3.zoo.stats.sequential import decide
+    from lit_sb3.zoo.tracking import open_tracking
+
+    plan = plan_of(args)
+    algos, envs = _order(jobs)
+    pairs = list(itertools.combinations(algos, 2))
+    tracking = open_tracking(uri, experiment, create=not args.dry_run)
+    finished = tracking.finished_job_ids()
+    if args.dry_run:
+        print_plan(plan, jobs, finished)
+        _seed_batch_units([j for j in jobs if j.seed in plan.wave_seeds(0) and j.job_id not in finished],
+                          args.seed_batch, batchable)  # fmt: skip
+        return 0
+    for pair in skipped:
+        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
+    n_stale, active = tracking.mark_stale()
+    if n_stale:
+        print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
+    if active:
+        raise BenchError(f"{len(active)} job(s) of this experiment are running in another bench run; wait for it")
+    from lit_sb3.zoo.launchers import get_launcher
+
+    launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout,
+                            start_method=args.start_method, **_launcher_options(args))  # fmt: skip
+    params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
+    command = _command_line(args)
+    parent_id = tracking.create_parent_run(command, params, run_name=f"verdict-{time.strftime('%Y%m%d-%H%M%S')}",
+                                           tags={PLAN_TAG: json.dumps(plan.as_dict())})  # fmt: skip
+    tracking.log_dict(parent_id, plan.as_dict(), "sequential/plan.json")
+    print(f"sequential grid run {parent_id}: {plan.describe()}", flush=True)
+    results: list[Any] = []
+    status, logged, family = "KILLED", 0, []
+    try:
+        while True:
+            family = decide(_scores(tracking, jobs), pairs, envs, plan)
+            n_looks = max((len(c.looks) for c in family), default=0)
+            for k in range(logged, n_looks):  # each look's decisions, once per invocation (a rerun replays them)
+                n = plan.looks[k]
+                print(f"look {k + 1} ({n} seeds per algo x env):", flush=True)
+                for c in family:
+                    if len(c.looks) > k and (c.settled_at is None or c.settled_at >= k):
+                        print(_line(_at(c, k)), flush=True)
+                tracking.log_metrics(parent_id, _metrics(family, k), step=n)
+                tracking.log_dict(parent_id, _look_record([_at(c, k) for c in family], k, n),
+                                  f"sequential/look_{k + 1}.json")  # fmt: skip
+            logged = n_looks
+            open_ = [c for c in family if c.outcome == "open"]
+            if not open_ or n_looks == len(plan.looks):
+                status = "FINISHED"
+                break
+            needed = {(a, e) for c in open_ for a in (c.x, c.y) for e in c.envs}
+            seeds = plan.wave_seeds(n_looks)
+            finished = tracking.finished_job_ids()
+            wave = [j for j in jobs if (j.algo, j.env_id) in needed and j.seed in seeds and j.job_id not in finished]
+            if not wave:  # the wave's runs are there but a score is missing (a FINISHED run without a score)
+                raise BenchError(f"wave {n_looks + 1}: every job finished but some score is missing; see the job runs")
+            print(f"wave {n_looks + 1}: seeds {seeds.start}..{seeds.stop - 1} of {len(needed)} algo x env, "
+                  f"{len(wave)} job(s)", flush=True)  # fmt: skip
+            wave_results = _run_wave(launcher, tracking, parent_id, wave, args, batchable, _seed_batch_units, _RunBook)
+            results += wave_results
+            if any(r.status != "FINISHED" for r in wave_results):
+                status = "FAILED"
+                print(f"wave {n_looks + 1}: some jobs failed; the sequence stops here (rerun to retry them)")
+                break
+    finally:
+        rows, markdown = _summary(results, skipped, 0)
+        decisions = [c.as_dict() for c in family]
+        header = f"# bench run summary\n\n`{command}`\n\n{plan.describe()}\n\n{_decisions_md(family)}\n"
+        if family:
+            tracking.log_dict(parent_id, {"plan": plan.as_dict(), "comparisons": decisions},
+                              "sequential/decisions.json")  # fmt: skip
+        tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
+    _print_summary(results, skipped, 0, 0)
+    print(_decisions_md(family))
+    return 0 if status == "FINISHED" else 1
+
+
+def _at(c: Any, k: int) -> Any:
+    """The comparison as it stood after look ``k`` (its looks up to k; open if it settled later)."""
+    import dataclasses
+
+    looks = c.looks[: k + 1]
+    if c.settled_at is not None and c.settled_at <= k:
+        return dataclasses.replace(c, looks=looks)
+    return dataclasses.replace(c, looks=looks, outcome="open", settled_at=None, reason=f"open after look {k + 1}")
+
+
+def _decisions_md(family: Sequence[Any]) -> str:
+    lines = ["| X | Y | env | seeds | P(X > Y) | confidence sequence | repeated p | outcome | why it stopped |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for c in family:
+        if not c.looks:
+            continue
+        lk = c.looks[-1]
+        what = _OUTCOME[c.outcome].format(x=c.x, y=c.y)
+        lines.append(f"| {c.x} | {c.y} | {c.env} | {lk.n} | {lk.point:.3f} | [{lk.low:.3f}, {lk.high:.3f}] | "
+                     f"{lk.p_value:.3g} | {what} | {c.reason} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any], args: argparse.Namespace,
+              batchable: set[str], seed_batch_units: Any, runbook_cls: Any) -> list[Any]:  # fmt: skip
+    """Run one wave's jobs through the launcher (the same path as a plain ``bench run``); their results."""
+    from lit_sb3.zoo.launchers.base import JobDone
+    from lit_sb3.zoo.progress import GridProgress
+
+    units = seed_batch_units(wave, args.seed_batch, batchable)
+    results = []
+    with GridProgress(len(wave), jobs=wave, file=sys.stdout) as progress:
+        for event in launcher.submit(units, tracking.target, runbook_cls(tracking, parent_id)):
+            progress.handle(event)
+            if isinstance(event, JobDone):
+                results.append(event.result)
+    return results
