@@ -46,7 +46,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--eval-episodes", type=int, default=10, metavar="N", help="episodes per evaluation (default 10)")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel jobs (default: number of CPUs)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="device of every job (default cpu)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="kill a job after this long")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="kill a job (with --seed-batch: its seed batch, one process) after this long")  # fmt: skip
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default sqlite:///mlflow.db)")
     p.add_argument("--experiment", default=None, help="MLflow experiment (default bench-<envs>)")
     p.add_argument("--config", action="append", default=[], metavar="FILE",
