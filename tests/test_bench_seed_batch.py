@@ -317,6 +317,29 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed_through_the_same_path(
     assert {r.info.status for r in _by_seed(uri, "refused").values()} == {"FINISHED"}
 
 
+def test_a_single_model_is_a_batch_of_one_seed() -> None:
+    """The seed API the job path uses, on a single model: one seed, ``member(0)`` is the model, ``fail_seed(0)`` stops
+    its fit after the current step and keeps the reason."""
+    from lit_sb3 import PPO, RLEnvDataModule, RLTrainer
+    from lit_sb3.callbacks import BaseCallback
+
+    class FailAt64(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps == 64:
+                self.model.fail_seed(0, "diverged:  stopped\n by the test")
+            return True
+
+    model = PPO("MlpPolicy", n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=dict(net_arch=[8]), seed=0)
+    assert model.n_seeds == 1 and model.member(0) is model and model.failed == {}
+    with pytest.raises(IndexError, match="seed index must be 0"):
+        model.member(1)
+    RLTrainer(max_steps=512, rl_callback=FailAt64(), enable_progress_bar=False).fit(
+        model, datamodule=RLEnvDataModule(train_env="CartPole-v1")
+    )
+    assert model.failed == {0: "diverged: stopped by the test"}
+    assert 64 <= model.num_timesteps < 512  # the fit ended at the end of that collect/update cycle
+
+
 def test_single_job_and_seed_batch_go_through_the_same_worker_function(
     in_tmp_path: Path, mlflow_template: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
