@@ -136,6 +136,8 @@ def test_batched_seeds_are_tracked_as_separate_jobs(batched: tuple[str, str, Pat
         action, _ = model.predict(model.observation_space.sample(), deterministic=True)
         assert model.action_space.contains(action.reshape(model.action_space.shape).astype(model.action_space.dtype))
     assert runs[0].data.tags["lit_sb3.job_id"] == single.data.tags["lit_sb3.job_id"]
+    assert single.data.tags["lit_sb3.seed_batch"] == "1"
+    assert {r.data.tags["lit_sb3.seed_batch"] for r in runs.values()} == {"4"}  # the four trained together
     # trained together: one fit, so the seeds share its speed exactly; and they learned separately
     assert len({r.data.metrics["time/fps"] for r in runs.values()}) == 1
     assert len({tuple(m.value for m in client.get_metric_history(r.info.run_id, loss)) for r in runs.values()}) == 4
@@ -314,7 +316,9 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed_through_the_same_path(
     assert calls == [2, 1, 1]  # the batch was refused before any training, then each seed alone: the same function
     assert [r.status for r in results] == ["FINISHED"] * 2
     assert results[0].fps != results[1].fps  # two fits
-    assert {r.info.status for r in _by_seed(uri, "refused").values()} == {"FINISHED"}
+    assert {(r.info.status, r.data.tags["lit_sb3.seed_batch"]) for r in _by_seed(uri, "refused").values()} == {
+        ("FINISHED", "1")  # trained alone
+    }
 
 
 def test_a_single_model_is_a_batch_of_one_seed() -> None:

@@ -24,7 +24,8 @@ Failures: a seed whose reward, loss or logged value becomes NaN/inf, or that the
 that raises) fails every seed still running. A config that cannot be trained as one K-seed model (building it
 raises ``NotImplementedError``: the library's one capability check; or the config's ``callback:`` entries, which
 run on one model per seed) is found before any training: its seeds then run here as batches of one, one after the
-other, with one line in the job log.
+other, with one line in the job log. Each seed's run is tagged :data:`SEED_BATCH_TAG` with the number of seeds its
+model trained together.
 
 Evaluation hooks (used by ``bench tune`` for pruning)
 -----------------------------------------------------
@@ -81,7 +82,11 @@ __all__ = [
     "result_from_dict",
     "run_job",
     "run_jobs",
+    "SEED_BATCH_TAG",
 ]
+
+SEED_BATCH_TAG = "lit_sb3.seed_batch"
+"""Tag of each seed's run: how many seeds its model trained together (1: alone, as a single job)."""
 
 AUTO_LOG_ENV_STEPS = 1024
 """On-policy jobs dump their scalars every ceil(1024 / (n_steps * n_envs)) iterations unless told otherwise."""
@@ -339,6 +344,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
             if store is not None:
                 from lit_sb3.zoo.tracking import job_logger, job_params
 
+                store.set_tags(seed.result.run_id, {SEED_BATCH_TAG: str(len(seeds))})
                 seed.mlflow_logger = job_logger(tracking, seed.result.run_id, logged=job_params(seed.spec))
             seed.logger = SeedLogger(seed.mlflow_logger, lambda exc, text, i=seed.index: fail(i, str(exc), text))
             seed.view = SeedView(model, seed.index, seed.train_env, seed.logger)
