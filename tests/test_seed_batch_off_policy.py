@@ -372,7 +372,7 @@ def test_seed_routing_logger_gives_each_seed_its_own_csv_and_tensorboard(tmp_pat
 def test_bad_seed_batch_arguments_fail_early():
     with pytest.raises(ValueError, match="distinct"):
         SeedBatch(SAC, seeds=[1, 1])
-    with pytest.raises(NotImplementedError, match="no seed-batched version of ARS"):
+    with pytest.raises(ValueError, match="no seed-batched version of ARS"):
         from lit_sb3 import ARS
 
         SeedBatch(ARS, seeds=[0])

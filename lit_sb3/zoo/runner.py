@@ -21,9 +21,9 @@ model zip (``model.member(i).save``: loadable by the single-seed class), the Vec
 Failures: a seed whose reward, loss or logged value becomes NaN/inf, or that the model masks itself
 (``model.failed``), is failed alone (``model.fail_seed``; a single model stops): its run ends FAILED at once with
 ``lit_sb3.failure_reason`` and ``traceback.txt``, the other seeds go on. An exception that escapes training (an env
-that raises) fails every seed still running. A config that cannot be trained as one K-seed model (building it
-raises ``NotImplementedError``: the library's one capability check; or the config's ``callback:`` entries, which
-run on one model per seed) is found before any training: its seeds then run here as batches of one, one after the
+that raises) fails every seed still running. A config that cannot be trained as one K-seed model (the library refuses it
+when the model is built, :func:`_build_model`; or the config's ``callback:`` entries, which run on one model per
+seed) is found before any training: its seeds then run here as batches of one, one after the
 other, with one line in the job log. Each seed's run is tagged :data:`SEED_BATCH_TAG` with the number of seeds its
 model trained together.
 
@@ -269,7 +269,9 @@ def _batch_refusal(spec: JobSpec) -> str | None:
 
 def _build_model(seeds: Sequence[_Seed]) -> Any:
     """The model of the seeds: the algorithm class itself for one seed, else ``SeedBatch(cls, seeds=...)`` with
-    its networks built now (what the library cannot batch raises ``NotImplementedError`` here, before training).
+    its networks built now. What the library cannot batch is refused here, before training, as
+    ``NotImplementedError``: the factory's ``ValueError`` for an algorithm that cannot train K > 1 seeds (it names
+    the ones that can), the model's own ``NotImplementedError`` for an option or layer it cannot batch yet.
 
     Args:
         seeds: the seeds, their train envs built.
@@ -281,7 +283,10 @@ def _build_model(seeds: Sequence[_Seed]) -> Any:
 
     cls, policy, kwargs = model_arguments(spec, action_space)
     kwargs.pop("seed")
-    model = SeedBatch(cls, seeds=[s.spec.seed for s in seeds], policy=policy, **kwargs)
+    try:
+        model = SeedBatch(cls, seeds=[s.spec.seed for s in seeds], policy=policy, **kwargs)
+    except ValueError as exc:  # the seeds are checked (_check_batch) and the arguments were resolved at planning
+        raise NotImplementedError(str(exc)) from exc
     model.set_env([s.train_env for s in seeds])
     return model
 

@@ -220,7 +220,7 @@ class SeedBatch(BaseAlgorithm):
             if impl is None:
                 known = ", ".join(sorted(a.__name__ for a in SeedBatch._registry))
                 name = getattr(algorithm, "__name__", repr(algorithm))
-                raise NotImplementedError(f"no seed-batched version of {name}; batched algorithms: {known}.")
+                raise ValueError(f"no seed-batched version of {name}; batched algorithms: {known}.")
             cls = impl
         return super().__new__(cls)
 
