@@ -341,7 +341,7 @@ def test_a_single_model_is_a_batch_of_one_seed() -> None:
 
     model = PPO("MlpPolicy", n_steps=32, batch_size=32, n_epochs=1, policy_kwargs=dict(net_arch=[8]), seed=0)
     assert model.n_seeds == 1 and model.member(0) is model and model.failed == {}
-    with pytest.raises(IndexError, match="seed index must be 0"):
+    with pytest.raises(IndexError, match="seed index"):
         model.member(1)
     RLTrainer(max_steps=512, rl_callback=FailAt64(), enable_progress_bar=False).fit(
         model, datamodule=RLEnvDataModule(train_env="CartPole-v1")
