@@ -19,6 +19,7 @@ _LAZY = {
     "RLTrainer": "lit_sb3.trainer",
     "RLEnvDataModule": "lit_sb3.datamodule",
     "SeedBatch": "lit_sb3.algorithms.seed_batch",
+    "SeedRoutingLogger": "lit_sb3.algorithms.seed_batch",
     "BaseAlgorithm": "lit_sb3.algorithms.base",
     "OnPolicyAlgorithm": "lit_sb3.algorithms.on_policy",
     "OffPolicyAlgorithm": "lit_sb3.algorithms.off_policy",

@@ -199,9 +199,37 @@ class BaseAlgorithm(L.LightningModule):
         self._log_interval = 1
         self.fit_context: FitContext | None = None
         self._pending_rl_state: dict[str, Any] | None = None
+        self.failed: dict[int, str] = {}  # the seed API: {seed index: why it stopped}
 
         if use_sde and supported_action_spaces is not None and spaces.Box not in supported_action_spaces:
             raise ValueError("generalized State-Dependent Exploration (gSDE) can only be used with continuous actions.")
+
+    # ------------------------------------------------------------------
+    # The seed API of a single model: a batch of one seed (lit_sb3.SeedBatch trains K seeds)
+    # ------------------------------------------------------------------
+
+    n_seeds: int = 1
+
+    def member(self, i: int) -> BaseAlgorithm:
+        """Seed index ``i`` as a single-seed model: this model itself (index 0).
+
+        Args:
+            i: seed index (0 for a single model).
+        """
+        if i != 0:
+            raise IndexError(f"seed index must be 0 for a single model (n_seeds = 1), got {i!r}.")
+        return self
+
+    def fail_seed(self, i: int, reason: str) -> None:
+        """Stop training this model's seed (index 0): kept in :attr:`failed`, the fit ends after the current step.
+
+        Args:
+            i: seed index (0 for a single model).
+            reason: one line saying why (the first reason wins).
+        """
+        self.member(i)
+        self.failed.setdefault(0, " ".join(str(reason).split()))
+        self._stop_requested = True
 
     # ------------------------------------------------------------------
     # Env handling

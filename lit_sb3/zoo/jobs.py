@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -336,45 +336,28 @@ def plan_grid(
     return jobs, skipped
 
 
-def seed_batches(
-    jobs: Sequence[JobSpec], size: int, batchable: Callable[[JobSpec], bool] = lambda job: True
-) -> list[JobSpec | list[JobSpec]]:
+def seed_batches(jobs: Sequence[JobSpec], size: int) -> list[list[JobSpec]]:
     """Group the jobs that differ only by their seed (same algo, env, resolved config, budget, evaluation,
     device) into as few seed batches of at most ``size`` jobs as possible, of balanced sizes (5 seeds by 4: 3 + 2),
-    each trained in one process
-    (:mod:`lit_sb3.zoo.worker.batch`). Each job keeps its own id, so a batch holds only the jobs given (a
-    re-run passes the unfinished ones). Jobs ``batchable`` refuses, and groups of one, stay single jobs.
+    each run as one unit by :func:`lit_sb3.zoo.runner.run_jobs` (a single job is a batch of one). Each job keeps its
+    own id, so a batch holds only the jobs given (a re-run passes the unfinished ones).
 
     Args:
         jobs: the jobs to run, in order (a batch takes the place of its first job).
-        size: the most seeds per batch (``--seed-batch``; 1: no batching).
-        batchable: whether a job may be batched (e.g. its algorithm has a seed-batched version).
+        size: the most seeds per batch (``--seed-batch``; 1: every job alone).
     """
     if size < 1:
         raise BenchError(f"--seed-batch must be >= 1, got {size}")
     groups: dict[str, list[JobSpec]] = {}
-    order: list[str | JobSpec] = []
     for job in jobs:
-        if size == 1 or not batchable(job):
-            order.append(job)
-            continue
         identity = {k: v for k, v in job.identity().items() if k != "seed"}
-        key = _canonical({**identity, "log_interval": job.log_interval})
-        if key not in groups:
-            groups[key] = []
-            order.append(key)
-        groups[key].append(job)
-    units: list[JobSpec | list[JobSpec]] = []
-    for item in order:
-        if isinstance(item, JobSpec):
-            units.append(item)
-            continue
-        group = groups[item]
+        groups.setdefault(_canonical({**identity, "log_interval": job.log_interval}), []).append(job)
+    units: list[list[JobSpec]] = []
+    for group in groups.values():  # in the order of their first jobs
         n_units = -(-len(group) // size)  # as few batches as ``size`` allows, of balanced sizes (5 by 4: 3 + 2)
         start = 0
         for u in range(n_units):
             end = start + len(group) // n_units + (u < len(group) % n_units)
-            chunk = group[start:end]
-            units.append(chunk if len(chunk) > 1 else chunk[0])
+            units.append(group[start:end])
             start = end
     return units

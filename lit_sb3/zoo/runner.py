@@ -1,29 +1,42 @@
-"""Run one :class:`~lit_sb3.zoo.jobs.JobSpec` inside a worker process and record it in its MLflow run.
+"""Run jobs inside a worker process, each recorded in its own MLflow run: THE job path of the suite.
 
-:func:`run_job` builds the train env and a separate eval env (same wrappers; VecNormalize statistics synced
-before each evaluation, rewards not normalised), the model from the algo class and the resolved
-hyperparameters, and trains it with :class:`~lit_sb3.RLTrainer` whose loggers are Lightning's
-``MLFlowLogger`` attached to the job's child run (:class:`~lit_sb3.zoo.tracking.logger.JobMLFlowLogger`:
-metrics sent in one ``log_batch`` every :data:`~lit_sb3.zoo.tracking.METRICS_FLUSH_SECONDS` and at the end of
-training) and a divergence guard (:mod:`~lit_sb3.zoo.worker.guards`); the callbacks are in
-:mod:`~lit_sb3.zoo.worker.callbacks`, the envs and the model come from :mod:`~lit_sb3.zoo.worker.envs`.
+Every unit a launcher runs (a local process, a Ray task) and every group of a ``bench tune`` trial's seeds is a
+seed batch of K >= 1 jobs that differ only by their seed, and :func:`run_jobs` runs it; K = 1 is a single job
+(:func:`run_job` is that call). One model trains the K seeds (K = 1: the algorithm class itself; K > 1:
+``lit_sb3.SeedBatch``, networks stacked along the seeds) with :class:`~lit_sb3.RLTrainer`, and each seed keeps
+what a separate run has: its train env and its eval env (same wrappers; VecNormalize statistics synced before each
+evaluation, rewards not normalised), its MLflow child run (:class:`~lit_sb3.zoo.tracking.logger.JobMLFlowLogger`:
+metrics sent in one ``log_batch`` every :data:`~lit_sb3.zoo.tracking.METRICS_FLUSH_SECONDS` and at the end; for
+K > 1 the model's ``seed{i}/<key>`` metrics are routed there by ``lit_sb3.SeedRoutingLogger``), its divergence
+guard (:mod:`~lit_sb3.zoo.worker.guards`), its evaluation, hook and progress callbacks
+(:mod:`~lit_sb3.zoo.worker.callbacks`, bound to a :class:`~lit_sb3.zoo.worker.callbacks.SeedView` of seed ``i``:
+``model.member(i)`` evaluated on seed ``i``'s eval env), its artifacts and its final status.
 
 At the first env step at or past each multiple of ``eval_freq`` (total env steps over all sub-envs)
-``eval_episodes`` deterministic episodes are run and ``eval/mean_reward``/``eval/std_reward`` logged at ``step = env steps``.
-At the end the score is the final evaluation (``final/mean_reward``), then the resolved config, the model
-zip, the VecNormalize statistics and ``evaluations.csv`` are uploaded and the run is ended FINISHED.
-A NaN/inf loss, logged value or reward raises :class:`DivergenceError`; any exception ends the run FAILED
-with ``lit_sb3.failure_reason`` and ``traceback.txt``.
+``eval_episodes`` deterministic episodes are run and ``eval/mean_reward``/``eval/std_reward`` logged at ``step = env
+steps``. At the end a seed's score is its final evaluation (``final/mean_reward``), then the resolved config, the
+model zip (``model.member(i).save``: loadable by the single-seed class), the VecNormalize statistics and
+``evaluations.csv`` are uploaded and its run is ended FINISHED.
+
+Failures: a seed whose reward, loss or logged value becomes NaN/inf, or that the model masks itself
+(``model.failed``), is failed alone (``model.fail_seed``; a single model stops): its run ends FAILED at once with
+``lit_sb3.failure_reason`` and ``traceback.txt``, the other seeds go on. An exception that escapes training (an env
+that raises) fails every seed still running. A config that cannot be trained as one K-seed model (the library refuses it
+when the model is built, :func:`_build_model`; or the config's ``callback:`` entries, which run on one model per
+seed) is found before any training: its seeds then run here as batches of one, one after the
+other, with one line in the job log. Each seed's run is tagged :data:`SEED_BATCH_TAG` with the number of seeds its
+model trained together.
 
 Evaluation hooks (used by ``bench tune`` for pruning)
 -----------------------------------------------------
-``run_job(..., on_evaluation=hook_or_hooks)`` calls every hook after each periodic evaluation as
-``hook(step, mean_reward)`` where ``step`` is the env-step count. A hook that returns ``False`` stops the
-run cleanly: training ends at that step, no further evaluation is made (the score is that evaluation), the
-artifacts are still saved, the run gets the tag ``lit_sb3.stopped_early=true`` and ends with
-``stopped_status`` (``FINISHED`` unless the caller says e.g. ``KILLED`` for a pruned trial). Returning
-``None``/``True`` continues. An exception raised by a hook fails the run like any other error.
-:class:`JobResult` reports ``stopped_early`` and the env steps actually used (``env_steps``)::
+``run_jobs(..., on_evaluation=hook_or_hooks)`` calls every hook after each periodic evaluation of each seed as
+``hook(step, mean_reward)`` where ``step`` is the env-step count (``seed_hooks[i]``: more hooks for seed ``i``).
+A hook that returns ``False`` stops the model cleanly (every seed): training ends at that step, no further
+evaluation is made (the score is that evaluation), the artifacts are still saved, the runs get the tag
+``lit_sb3.stopped_early=true`` and end with ``stopped_status`` (``FINISHED`` unless the caller says e.g.
+``KILLED`` for a pruned trial). Returning ``None``/``True`` continues. An exception raised by a hook fails the
+run like any other error. :class:`JobResult` reports ``stopped_early`` and the env steps actually used
+(``env_steps``)::
 
     def prune(step: int, mean_reward: float) -> bool:
         trial.report(mean_reward, step)
@@ -32,7 +45,7 @@ artifacts are still saved, the run gets the tag ``lit_sb3.stopped_early=true`` a
     result = run_job(spec, tracking, on_evaluation=prune, stopped_status="KILLED")
     if result.stopped_early: ...
 
-``progress`` (optional) receives :class:`JobProgress` snapshots about once a second and after every
+``progress`` (optional) receives :class:`JobProgress` snapshots of each seed about once a second and after every
 evaluation; the local launcher forwards them to the parent's live table.
 """
 
@@ -42,6 +55,7 @@ import contextlib
 import csv
 import json
 import math
+import shutil
 import tempfile
 import time
 import traceback
@@ -51,7 +65,7 @@ from typing import Any
 
 from lit_sb3.zoo.jobs import JobSpec
 from lit_sb3.zoo.tracking import TrackingTarget, metrics_flush_seconds
-from lit_sb3.zoo.worker.envs import build_env, build_model, import_path
+from lit_sb3.zoo.worker.envs import build_env, build_model, import_path, model_arguments
 from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress, JobResult, result_from_dict
 
 __all__ = [
@@ -67,7 +81,12 @@ __all__ = [
     "record_failure",
     "result_from_dict",
     "run_job",
+    "run_jobs",
+    "SEED_BATCH_TAG",
 ]
+
+SEED_BATCH_TAG = "lit_sb3.seed_batch"
+"""Tag of each seed's run: how many seeds its model trained together (1: alone, as a single job)."""
 
 AUTO_LOG_ENV_STEPS = 1024
 """On-policy jobs dump their scalars every ceil(1024 / (n_steps * n_envs)) iterations unless told otherwise."""
@@ -123,36 +142,70 @@ def _write_artifacts(folder: Path, spec: JobSpec, model: Any, rows: list[tuple[i
         writer.writerows(rows)
 
 
-def run_job(
-    spec: JobSpec,
-    tracking: TrackingTarget,
-    *,
-    run_id: str | None = None,
-    parent_run_id: str | None = None,
-    extra_callbacks: Sequence[Any] = (),
-    on_evaluation: EvaluationHook | Sequence[EvaluationHook] | None = None,
-    progress: Callable[[JobProgress], None] | None = None,
-    stopped_status: str = "FINISHED",
-    use_mlflow: bool = True,
-) -> JobResult:
-    """Train, evaluate and record one job (in the calling process; the launcher gives it a fresh one).
+class _Seed:
+    """Everything of one seed of the model: job, run, result, hooks, envs, loggers, callbacks, whether it ended.
 
     Args:
-        spec: the job.
+        index: the seed's index in the model.
+        spec: its job.
+        run_id: its run (None: no tracking).
+        hooks: its evaluation hooks.
+    """
+
+    def __init__(self, index: int, spec: JobSpec, run_id: str | None, hooks: Sequence[EvaluationHook]) -> None:
+        self.index = index
+        self.spec = spec
+        self.hooks = list(hooks)
+        self.result = JobResult(spec.job_id, spec.name, "FAILED", run_id=run_id)
+        self.train_env: Any = None
+        self.eval_env: Any = None
+        self.mlflow_logger: Any = None
+        self.logger: Any = None  # its SeedLogger
+        self.view: Any = None  # its SeedView
+        self.callbacks: tuple[Any, Any, Any] | None = None  # (eval, hook, progress)
+        self.video_dir: Path | None = None  # --record-final: where the eval env records the final evaluation
+        self.ended = False
+
+    def recording(self) -> tuple[Any, Path] | None:
+        """``(recording eval env, its folder)`` for :func:`finish_job`, or None."""
+        return (self.eval_env, self.video_dir) if self.video_dir is not None else None
+
+
+def run_jobs(
+    specs: Sequence[JobSpec],
+    tracking: TrackingTarget,
+    *,
+    run_ids: Sequence[str] | None = None,
+    parent_run_id: str | None = None,
+    on_evaluation: EvaluationHook | Sequence[EvaluationHook] | None = None,
+    seed_hooks: Sequence[Sequence[EvaluationHook]] | None = None,
+    progress: Callable[[JobProgress], None] | None = None,
+    on_result: Callable[[JobResult], None] | None = None,
+    stopped_status: str = "FINISHED",
+    use_mlflow: bool = True,
+) -> list[JobResult]:
+    """Train, evaluate and record a seed batch of K >= 1 jobs in the calling process (the launcher gives it a
+    fresh one); returns one result per job, in order.
+
+    Args:
+        specs: the jobs: same algo, env, resolved config, budget and evaluation protocol; different seeds.
         tracking: where to log.
-        run_id: the job's child run, created beforehand with its tags and params (the launchers do that in
-            the parent process); None: created here (child of ``parent_run_id`` when given).
-        parent_run_id: parent of the run created here.
-        extra_callbacks: more SB3-style callbacks for the run.
-        on_evaluation: hook(s) ``(step, mean_reward) -> bool | None`` after each evaluation (False stops).
-        progress: receives :class:`JobProgress` snapshots.
-        stopped_status: final status of a run stopped by a hook.
+        run_ids: their child runs, created beforehand with their tags and params (the launchers do that in the
+            parent process); None: created here (children of ``parent_run_id``).
+        parent_run_id: parent of the runs created here.
+        on_evaluation: hook(s) ``(step, mean_reward) -> bool | None`` after each evaluation of each seed
+            (``False`` stops the model: every seed's run ends with ``stopped_status``).
+        seed_hooks: more hooks per seed index (``bench tune``: the trial's reporter on the last seed).
+        progress: receives :class:`JobProgress` snapshots of each seed.
+        on_result: called once per job as soon as it ends (a failed seed before the others).
+        stopped_status: final status of the runs when a hook stopped the model.
         use_mlflow: log to MLflow (False: nothing is recorded; for benchmarks of the tracking overhead).
     """
     import torch
 
-    t_start = time.monotonic()
-    torch.set_num_threads(max(1, int(spec.torch_threads)))
+    specs = list(specs)
+    _check_batch(specs)
+    torch.set_num_threads(max(1, int(specs[0].torch_threads)))
     hooks: list[EvaluationHook] = (
         [] if on_evaluation is None else list(on_evaluation) if isinstance(on_evaluation, Sequence) else [on_evaluation]
     )
@@ -161,68 +214,221 @@ def run_job(
         from lit_sb3.zoo.tracking import connect, run_environment_tags
 
         store = connect(tracking)
-        if run_id is None:
-            run_id = store.create_job_run(spec, parent_run_id, run_environment_tags())
-    result = JobResult(spec.job_id, spec.name, "FAILED", run_id=run_id)
-    train_env = eval_env = None
-    model = None
-    mlflow_logger = None
-    video_dir = Path(tempfile.mkdtemp(prefix=f"bench-video-{spec.job_id}-")) if spec.record_final else None
+        if run_ids is None:
+            tags = run_environment_tags()
+            run_ids = [store.create_job_run(spec, parent_run_id, tags) for spec in specs]
+    ids = list(run_ids) if run_ids is not None else [None] * len(specs)
+    own = [list(h) for h in seed_hooks] if seed_hooks is not None else [[] for _ in specs]
+    seeds = [_Seed(i, spec, run_id, [*hooks, *own[i]]) for i, (spec, run_id) in enumerate(zip(specs, ids))]
+    refusal = _train(seeds, tracking, store, progress, on_result, stopped_status)
+    if refusal is not None:  # nothing trained yet: the same path, one seed at a time
+        print(f"seed batch of {len(seeds)}: {refusal}; its seeds run as batches of one, one after the other",
+              flush=True)  # fmt: skip
+        seeds = [_Seed(0, seed.spec, seed.result.run_id, seed.hooks) for seed in seeds]
+        for seed in seeds:
+            _train([seed], tracking, store, progress, on_result, stopped_status)
+    return [seed.result for seed in seeds]
+
+
+def run_job(
+    spec: JobSpec,
+    tracking: TrackingTarget,
+    *,
+    run_id: str | None = None,
+    parent_run_id: str | None = None,
+    on_evaluation: EvaluationHook | Sequence[EvaluationHook] | None = None,
+    progress: Callable[[JobProgress], None] | None = None,
+    stopped_status: str = "FINISHED",
+    use_mlflow: bool = True,
+) -> JobResult:
+    """:func:`run_jobs` of one job (a batch of one seed); see there for the arguments.
+
+    Args:
+        spec: the job.
+        tracking: where to log.
+        run_id: its child run, created beforehand (None: created here).
+        parent_run_id: parent of the run created here.
+        on_evaluation: evaluation hook(s).
+        progress: receives :class:`JobProgress` snapshots.
+        stopped_status: final status of a run stopped by a hook.
+        use_mlflow: log to MLflow.
+    """
+    (result,) = run_jobs([spec], tracking, run_ids=None if run_id is None else [run_id], parent_run_id=parent_run_id,
+                         on_evaluation=on_evaluation, progress=progress, stopped_status=stopped_status,
+                         use_mlflow=use_mlflow)  # fmt: skip
+    return result
+
+
+def _batch_refusal(spec: JobSpec) -> str | None:
+    """Why the suite cannot train several seeds of ``spec``'s config as one model (None: it can; whether the
+    library can is its own check, ``NotImplementedError`` when the model is built)."""
+    if spec.config.get("callback"):
+        return f"{spec.algo} on {spec.env_id}: the config's callbacks run on one model per seed"
+    return None
+
+
+def _build_model(seeds: Sequence[_Seed]) -> Any:
+    """The model of the seeds: the algorithm class itself for one seed, else ``SeedBatch(cls, seeds=...)`` with
+    its networks built now. What the library cannot batch is refused here, before training, as
+    ``NotImplementedError``: the factory's ``ValueError`` for an algorithm that cannot train K > 1 seeds (it names
+    the ones that can), the model's own ``NotImplementedError`` for an option or layer it cannot batch yet.
+
+    Args:
+        seeds: the seeds, their train envs built.
+    """
+    spec, action_space = seeds[0].spec, seeds[0].train_env.action_space
+    if len(seeds) == 1:
+        return build_model(spec, action_space)
+    from lit_sb3 import SeedBatch
+
+    cls, policy, kwargs = model_arguments(spec, action_space)
+    kwargs.pop("seed")
     try:
-        from lit_sb3 import RLEnvDataModule, RLTrainer
-        from lit_sb3.zoo.worker.callbacks import job_callbacks
-        from lit_sb3.zoo.worker.guards import DivergenceGuard
+        model = SeedBatch(cls, seeds=[s.spec.seed for s in seeds], policy=policy, **kwargs)
+    except ValueError as exc:  # the seeds are checked (_check_batch) and the arguments were resolved at planning
+        raise NotImplementedError(str(exc)) from exc
+    model.set_env([s.train_env for s in seeds])
+    return model
 
-        train_env = build_env(spec)
-        if video_dir is None:
-            eval_env = build_env(spec, evaluation=True)
-        else:  # the evaluation at the end of the budget is recorded (--record-final)
-            eval_env = _recording_eval_env(spec, video_dir, lambda: model.num_timesteps >= spec.n_timesteps)
-        model = build_model(spec, train_env.action_space)
-        eval_cb, hook_cb, progress_cb = job_callbacks(
-            spec.job_id, spec.n_timesteps, eval_env, spec.eval_episodes, spec.eval_freq, hooks, progress
+
+def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: Callable[[JobProgress], None] | None,
+           on_result: Callable[[JobResult], None] | None, stopped_status: str) -> str | None:  # fmt: skip
+    """Train the seeds as one model and record each; returns why they cannot be one model (nothing was trained
+    or recorded then; only for K > 1), else None once every seed's run has ended."""
+    t_start = time.monotonic()
+    model: Any = None
+
+    def report(seed: _Seed) -> None:
+        seed.ended = True
+        if seed.logger is not None:
+            seed.logger.closed = True
+        if on_result is not None:
+            on_result(seed.result)
+
+    def fail(index: int, reason: str, traceback_text: str) -> None:
+        """Mask the seed in the model and end its run FAILED with ``reason`` (the others go on)."""
+        seed = seeds[index]
+        if seed.ended:
+            return
+        if model is not None and index not in model.failed:
+            model.fail_seed(index, reason)
+        steps = int(model.num_timesteps) if model is not None else 0
+        text = traceback_text or (
+            f"seed {seed.spec.seed} (index {index} of a seed batch of {len(seeds)}) was masked out by the model at "
+            f"env step {steps}: {reason}\n(no Python exception: the model found it; the other seeds went on)\n"
         )
-        cfg = spec.resolved_config()
-        cfg_callbacks = [import_path(path)(**kwargs) for path, kwargs in cfg.callback]
-        if store is not None:
-            from lit_sb3.zoo.tracking import job_logger, job_params
+        error = DivergenceError(reason, steps, float("nan"))
+        record_failure(error, seed.result, store, seed.mlflow_logger, t_start, steps, text, reason=reason)
+        report(seed)
 
-            mlflow_logger = job_logger(tracking, run_id, logged=job_params(spec))
-        loggers = ([mlflow_logger] if mlflow_logger is not None else []) + [DivergenceGuard()]
+    try:
+        from lit_sb3 import RLEnvDataModule, RLTrainer, SeedRoutingLogger
+        from lit_sb3.zoo.worker.callbacks import SeedsCallback, SeedView, job_callbacks
+        from lit_sb3.zoo.worker.guards import SeedLogger
+
+        spec = seeds[0].spec
+        if len(seeds) > 1 and (refusal := _batch_refusal(spec)) is not None:
+            return refusal
+        for seed in seeds:
+            seed.train_env = build_env(seed.spec)
+            if seed.spec.record_final:  # the evaluation at the end of the budget is recorded
+                seed.video_dir = Path(tempfile.mkdtemp(prefix=f"bench-video-{seed.spec.job_id}-"))
+                seed.eval_env = _recording_eval_env(
+                    seed.spec, seed.video_dir,
+                    lambda s=seed: s.view is not None and s.view.num_timesteps >= s.spec.n_timesteps,
+                )  # fmt: skip
+            else:
+                seed.eval_env = build_env(seed.spec, evaluation=True)
+        try:
+            model = _build_model(seeds)
+        except NotImplementedError as exc:
+            if len(seeds) == 1:
+                raise
+            return " ".join(str(exc).split())
+        for seed in seeds:
+            if store is not None:
+                from lit_sb3.zoo.tracking import job_logger, job_params
+
+                store.set_tags(seed.result.run_id, {SEED_BATCH_TAG: str(len(seeds))})
+                seed.mlflow_logger = job_logger(tracking, seed.result.run_id, logged=job_params(seed.spec))
+            seed.logger = SeedLogger(seed.mlflow_logger, lambda exc, text, i=seed.index: fail(i, str(exc), text))
+            seed.view = SeedView(model, seed.index, seed.train_env, seed.logger)
+            seed.callbacks = job_callbacks(
+                seed.spec.job_id, seed.spec.n_timesteps, seed.eval_env, seed.spec.eval_episodes,
+                seed.spec.eval_freq, seed.hooks, progress,
+            )  # fmt: skip
+        driver = SeedsCallback(
+            [(s.index, s.view, [s.callbacks[2], s.callbacks[0]]) for s in seeds],  # progress, then evaluation
+            lambda index: seeds[index].ended, fail,
+        )  # fmt: skip
+        # a single model logs its plain keys to its seed's logger; a seed batch logs seed{i}/<key>, routed
+        logger = seeds[0].logger if len(seeds) == 1 else SeedRoutingLogger([s.logger for s in seeds])
+        cfg_callbacks = [import_path(path)(**kwargs) for path, kwargs in spec.resolved_config().callback]
         with tempfile.TemporaryDirectory(prefix=f"bench-{spec.job_id}-") as tmp:
             trainer = RLTrainer(
                 max_steps=spec.n_timesteps,
-                log_every_n_steps=log_interval(spec, model, train_env.num_envs),
-                rl_callback=[progress_cb, eval_cb, *cfg_callbacks, *extra_callbacks],
-                logger=loggers,
+                log_every_n_steps=log_interval(spec, model.member(0), seeds[0].train_env.num_envs),
+                rl_callback=[driver, *cfg_callbacks],  # config callbacks: only on a batch of one (_batch_refusal)
+                logger=[logger],
                 default_root_dir=tmp,
                 accelerator=_accelerator(spec.device),
                 devices=1,
                 enable_checkpointing=False,
                 enable_progress_bar=False,
             )
+            train_env = seeds[0].train_env if len(seeds) == 1 else [s.train_env for s in seeds]
             t_fit = time.monotonic()
             trainer.fit(model, datamodule=RLEnvDataModule(train_env=train_env))
             fit_seconds = max(time.monotonic() - t_fit, 1e-9)
-            finish_job(spec, model, eval_cb, hook_cb, trainer.loggers, result, store=store, mlflow_logger=mlflow_logger,
-                       folder=Path(tmp), t_start=t_start, fit_seconds=fit_seconds, stopped_status=stopped_status,
-                       video=(eval_env, video_dir) if video_dir is not None else None)  # fmt: skip
+            for seed in seeds:
+                if not seed.ended and seed.index in model.failed:
+                    fail(seed.index, model.failed[seed.index], "")
+            if any(s.callbacks is not None and s.callbacks[1].stopped for s in seeds):
+                for seed in seeds:  # a hook stopped the model: every seed stopped there (its last evaluation)
+                    if seed.callbacks is not None:
+                        seed.callbacks[1].stopped = True
+            for seed in seeds:
+                if seed.ended:
+                    continue
+                assert seed.callbacks is not None and seed.view is not None
+                eval_cb, hook_cb, _ = seed.callbacks
+                try:
+                    finish_job(seed.spec, seed.view.member(), eval_cb, hook_cb, [seed.logger], seed.result,
+                               store=store, mlflow_logger=seed.mlflow_logger, folder=Path(tmp), t_start=t_start,
+                               fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording())  # fmt: skip
+                except Exception as exc:  # noqa: BLE001 - this seed fails, the others are still recorded
+                    record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, seed.view.num_timesteps)
+                report(seed)
     except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then re-raised if not an Exception
-        record_failure(exc, result, store, mlflow_logger, t_start, int(getattr(model, "num_timesteps", 0) or 0))
+        text = traceback.format_exc()
+        steps = int(getattr(model, "num_timesteps", 0) or 0)
+        for seed in seeds:
+            if not seed.ended:
+                record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, steps, text)
+                report(seed)
         if not isinstance(exc, Exception):
             raise
     finally:
-        for env in (train_env, eval_env):
-            if env is not None:
-                try:
-                    env.close()
-                except Exception:  # noqa: BLE001
-                    pass
-        if video_dir is not None:
-            import shutil
+        for seed in seeds:
+            for env in (seed.train_env, seed.eval_env):
+                if env is not None:
+                    with contextlib.suppress(Exception):
+                        env.close()
+            if seed.video_dir is not None:
+                shutil.rmtree(seed.video_dir, ignore_errors=True)
+    return None
 
-            shutil.rmtree(video_dir, ignore_errors=True)
-    return result
+
+def _check_batch(specs: Sequence[JobSpec]) -> None:
+    """The jobs of a batch must differ by their seed only."""
+    if not specs:
+        raise ValueError("a seed batch needs at least one job")
+    first = {k: v for k, v in specs[0].identity().items() if k != "seed"}
+    for spec in specs[1:]:
+        if {k: v for k, v in spec.identity().items() if k != "seed"} != first:
+            raise ValueError(f"{spec.name} differs from {specs[0].name} by more than its seed: not one seed batch")
+    if len({s.seed for s in specs}) != len(specs):
+        raise ValueError("a seed batch has the same seed twice")
 
 
 def _recording_eval_env(spec: JobSpec, folder: Path, start: Callable[[], bool]) -> Any:
@@ -247,8 +453,7 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
                stopped_status: str = "FINISHED", video: tuple[Any, Path] | None = None) -> None:  # fmt: skip
     """After a job's training: the final evaluation (unless the last periodic one was at the end, or a hook
     stopped the run: its score is the evaluation that stopped it), the ``final/*`` and ``time/*`` metrics, the
-    artifacts, and the run ended FINISHED (or ``stopped_status``); fills ``result``. Shared by :func:`run_job`
-    and the seed-batched jobs (:mod:`lit_sb3.zoo.worker.batch`, with one seed's model and callbacks).
+    artifacts, and the run ended FINISHED (or ``stopped_status``); fills ``result`` (one seed of :func:`run_jobs`).
 
     Args:
         spec: the job.

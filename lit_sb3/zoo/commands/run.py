@@ -46,7 +46,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--eval-episodes", type=int, default=10, metavar="N", help="episodes per evaluation (default 10)")
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel jobs (default: number of CPUs)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="device of every job (default cpu)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="kill a job after this long")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="kill a job (with --seed-batch: its seed batch, one process) after this long")  # fmt: skip
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default sqlite:///mlflow.db)")
     p.add_argument("--experiment", default=None, help="MLflow experiment (default bench-<envs>)")
     p.add_argument("--config", action="append", default=[], metavar="FILE",
@@ -64,8 +65,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--torch-threads", type=int, default=1, metavar="N", help="torch threads per job (default 1)")
     p.add_argument("--seed-batch", type=int, default=1, metavar="K",
                    help="train up to K unfinished seeds of one algo x env together, as one seed-batched model in one "
-                   "process (one --jobs slot, one Ray task); each seed keeps its own run (default 1: a process per "
-                   "seed)")  # fmt: skip
+                   "process (one --jobs slot, one Ray task); each seed keeps its own run; a config the library cannot "
+                   "batch runs its K seeds one after the other there (default 1: a process per seed)")  # fmt: skip
     p.add_argument("--launcher", default="local", help="where jobs run: local (default) or ray")
     p.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
                    help="--launcher ray: the Ray cluster to use (default: start a local Ray instance)")  # fmt: skip
@@ -205,45 +206,20 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     return unique, skipped, experiment
 
 
-def _batchable(jobs: Sequence[Any], size: int) -> set[str]:
-    """The ids of the jobs that may run in seed batches (``--seed-batch`` > 1); one line per algo x env whose
-    seeds run unbatched, and why (no seed-batched version of the algorithm, ...).
-
-    Args:
-        jobs: the grid's jobs.
-        size: ``--seed-batch``.
-    """
-    if size == 1:
-        return set()
-    from lit_sb3.zoo.worker.batch import batch_refusal
-
-    ok: set[str] = set()
-    said: set[str] = set()
-    for job in jobs:
-        reason = batch_refusal(job)
-        if reason is None:
-            ok.add(job.job_id)
-        elif reason not in said:
-            said.add(reason)
-            print(f"--seed-batch: {reason}; its seeds run unbatched", flush=True)
-    return ok
-
-
-def _seed_batch_units(todo: Sequence[Any], size: int, batchable: set[str]) -> list[Any]:
+def _seed_batch_units(todo: Sequence[Any], size: int) -> list[Any]:
     """The jobs to run grouped into seed batches (:func:`~lit_sb3.zoo.jobs.seed_batches`), with one line saying
     how many.
 
     Args:
         todo: the jobs to run.
         size: ``--seed-batch``.
-        batchable: ids of the jobs that may be batched (:func:`_batchable`).
     """
     from lit_sb3.zoo.jobs import seed_batches
 
-    units = seed_batches(todo, size, lambda job: job.job_id in batchable)
-    n_batches = sum(isinstance(u, list) for u in units)
+    units = seed_batches(todo, size)
+    n_batches = sum(len(u) > 1 for u in units)
     if n_batches:
-        n_seeds = sum(len(u) for u in units if isinstance(u, list))
+        n_seeds = sum(len(u) for u in units if len(u) > 1)
         print(f"--seed-batch {size}: {n_seeds} job(s) in {n_batches} seed batch(es), {len(units)} unit(s) to run",
               flush=True)  # fmt: skip
     return units
@@ -408,12 +384,11 @@ def run(args: argparse.Namespace) -> int:
         return run_until_verdict(args, jobs, skipped, experiment, uri, _batchable(jobs, args.seed_batch))
     if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
         return 0
-    batchable = _batchable(jobs, args.seed_batch)
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
     finished = tracking.finished_job_ids()
     if args.dry_run:
         _print_plan(jobs, skipped, finished, experiment, uri)
-        _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch, batchable)
+        _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch)
         return 0
     for pair in skipped:
         print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
@@ -427,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
     if not todo:
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
-    units = _seed_batch_units(todo, args.seed_batch, batchable)
+    units = _seed_batch_units(todo, args.seed_batch)
     if args.launcher == "local":
         from lit_sb3.zoo.launchers.local import LocalLauncher
 

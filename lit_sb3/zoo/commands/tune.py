@@ -73,18 +73,6 @@ def _positive(name: str, value: int | float | None, minimum: int = 1) -> None:
         raise BenchError(f"{name} must be >= {minimum}, got {value}")
 
 
-def _seed_batch(args: argparse.Namespace, algo: str) -> int:
-    """``--seed-batch``, or 1 (with one line) when the algorithm has no seed-batched version."""
-    if args.seed_batch == 1 or args.seeds_per_trial == 1:
-        return 1
-    from lit_sb3.zoo.worker.batch import has_batched_version
-
-    if not has_batched_version(algo):
-        print(f"--seed-batch: {algo} has no seed-batched version; the seeds of a trial run one after the other")
-        return 1
-    return int(args.seed_batch)
-
-
 def _output_path(args: argparse.Namespace, storage: str, study_name: str) -> Path:
     from lit_sb3.zoo.tuning.study import DEFAULT_STORAGE_DIR, is_journal
 
@@ -314,7 +302,7 @@ def run(args: argparse.Namespace) -> int:
         seeds_per_trial=args.seeds_per_trial, objective=args.objective, space=space_to_jsonable(space),
         sampler=args.sampler.lower(), pruner=args.pruner.lower(), n_startup_trials=args.n_startup_trials,
         n_warmup_steps=warmup_steps, seed=args.seed, timeout=args.timeout, tracking=tracking.target,
-        parent_run_id=None, device=args.device, n_evaluations=args.n_evaluations, seed_batch=_seed_batch(args, algo),
+        parent_run_id=None, device=args.device, n_evaluations=args.n_evaluations, seed_batch=args.seed_batch,
     )  # fmt: skip
     study = load_or_create_study(settings, storage=opened)
     done = finished_count(study)

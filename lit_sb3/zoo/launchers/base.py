@@ -4,9 +4,9 @@ A launcher owns scheduling and process life (timeouts, crashes); the :class:`Run
 records (child runs). Each job yields one :class:`JobStarted`, any number of
 :class:`~lit_sb3.zoo.runner.JobProgress` snapshots, then exactly one :class:`JobDone`.
 
-An entry of ``jobs`` is a :class:`~lit_sb3.zoo.jobs.JobSpec` or a seed batch (a list of them, see
-:func:`~lit_sb3.zoo.jobs.seed_batches`): a batch runs as one unit (one process, one Ray task) and still yields
-the events of each of its jobs.
+An entry of ``jobs`` is a seed batch (a list of jobs, see :func:`~lit_sb3.zoo.jobs.seed_batches`) or a
+:class:`~lit_sb3.zoo.jobs.JobSpec` (a batch of one): each runs as one unit (one process, one Ray task) through
+:func:`lit_sb3.zoo.runner.run_jobs` and yields the events of each of its jobs.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@
   polls the parent pid, so a SIGKILLed ``bench run`` never finishes jobs behind the next run's back.
 - Each worker writes its stdout/stderr (C level included) to a log file, not to the terminal, and sends
   progress and its result over its own pipe (a crashed worker cannot corrupt a queue shared with others).
-- A seed batch (``bench run --seed-batch K``) runs in one process (one of the ``--jobs`` slots) through
-  :func:`lit_sb3.zoo.worker.batch.run_batch`; each of its jobs still has its own run, events and result (sent
-  as soon as that seed ends), and a crash or timeout of the process fails the seeds that had not ended.
+- Every unit is a seed batch of K >= 1 jobs (``bench run --seed-batch K``; a single job is a batch of one) and
+  runs in one process (one of the ``--jobs`` slots) through :func:`lit_sb3.zoo.runner.run_jobs`; each of its jobs
+  has its own run, events and result (sent as soon as that seed ends), and a crash or timeout of the process
+  fails the seeds that had not ended.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ def _die_with_parent(bench_pid: int) -> None:
 
 def _worker_main(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], conn: Connection, bench_pid: int,
                  cwd: str, environ: dict[str, str], log_path: str) -> None:  # fmt: skip
-    """Entry point of a job process (one job, or a seed batch of jobs)."""
+    """Entry point of a job process (a seed batch of one or more jobs)."""
     _die_with_parent(bench_pid)
     with contextlib.suppress(OSError):
         os.setpgrp()  # its own process group: a timeout kills the job's subprocesses too
@@ -115,7 +116,7 @@ def _worker_main(spec_jsons: list[str], target: TrackingTarget, run_ids: list[st
         os.environ.pop(key, None)
     os.environ.update(environ)
 
-    from lit_sb3.zoo.runner import run_job
+    from lit_sb3.zoo.runner import run_jobs
 
     specs = [JobSpec.from_json(text) for text in spec_jsons]
 
@@ -134,12 +135,7 @@ def _worker_main(spec_jsons: list[str], target: TrackingTarget, run_ids: list[st
         send(("result", result.to_dict()))
 
     try:
-        if len(specs) == 1:
-            report(run_job(specs[0], target, run_id=run_ids[0], progress=progress))
-        else:
-            from lit_sb3.zoo.worker.batch import run_batch
-
-            run_batch(specs, target, run_ids=run_ids, progress=progress, on_result=report)
+        run_jobs(specs, target, run_ids=run_ids, progress=progress, on_result=report)
     finally:
         conn.close()
         sys.stdout.flush()

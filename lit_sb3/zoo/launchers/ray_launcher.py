@@ -3,9 +3,11 @@
 Same job ids, tracking, evaluation, resume and failure semantics as the local launcher
 (:mod:`~lit_sb3.zoo.launchers.local`); Ray is the scheduler, nothing is home-made:
 
-- each job is ``ray.remote(num_cpus=--cpus-per-job, num_gpus=--gpus-per-job, max_retries=N,
-  retry_exceptions=False)``: Ray re-runs a job whose worker process or node is lost (system failures), never
-  one whose own code raised (``run_job`` records that FAILED with its traceback, as locally);
+- each unit (a seed batch of K >= 1 jobs, ``bench run --seed-batch K``; a single job is a batch of one) is one
+  ``ray.remote(num_cpus=--cpus-per-job, num_gpus=--gpus-per-job, max_retries=N, retry_exceptions=False)`` task
+  running :func:`lit_sb3.zoo.runner.run_jobs` (:func:`ray_jobs`): Ray re-runs a unit whose worker process or node
+  is lost (system failures), never one whose own code raised (``run_jobs`` records that FAILED with its
+  traceback, as locally); each of its jobs claims its own run and yields its own events;
 - at most ``max_workers`` jobs are in flight (``--jobs``, default: the cluster's CPUs / ``--cpus-per-job``), and
   each job's MLflow run is created by this (driver) process when the job is submitted, as locally;
 - a retried attempt finds that an earlier attempt already claimed the run (tag ``lit_sb3.attempt``): it marks
@@ -16,9 +18,7 @@ Same job ids, tracking, evaluation, resume and failure semantics as the local la
   ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
 - progress snapshots travel through a :class:`ray.util.queue.Queue` (an actor holding no CPU);
 - workers need no shared disk: they log metrics and upload artifacts through the tracking URI (an ``http://``
-  ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine);
-- a seed batch (``bench run --seed-batch K``) is one Ray task asking for ``--cpus-per-job``/``--gpus-per-job``
-  as a whole (:func:`ray_batch`); each of its jobs claims its own run and yields its own events.
+  ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine).
 
 Without an address a local Ray instance is started (``ray.init(num_cpus=...)``) and shut down at the end; a Ray
 already initialised in this process (a test's cluster) is used as it is. Ray is the optional extra
@@ -48,7 +48,7 @@ __all__ = [
     "import_ray",
     "check_ray_address",
     "connect_ray",
-    "ray_batch",
+    "ray_jobs",
     "ATTEMPT_TAG",
     "DEFAULT_MAX_RETRIES",
 ]
@@ -158,30 +158,9 @@ def claim_run(spec: JobSpec, target: TrackingTarget, run_id: str) -> str:
     return store.create_job_run(spec, parent_id, run_environment_tags(), tags={ATTEMPT_TAG: f"{attempt + 1} {me}"})
 
 
-def ray_job(spec_json: str, target: TrackingTarget, run_id: str, queue: Any) -> dict[str, Any]:
-    """Body of the Ray task of one job: claim the run, train, evaluate, record; returns the result dict.
-
-    Args:
-        spec_json: the job (:meth:`JobSpec.to_json`).
-        target: where to log.
-        run_id: the run created by the launcher.
-        queue: the progress queue (None: no progress).
-    """
-    from lit_sb3.zoo.runner import run_job
-
-    spec = JobSpec.from_json(spec_json)
-    run_id = claim_run(spec, target, run_id)
-    _send(queue, ("started", spec.job_id, run_id, time.time()))
-
-    def progress(p: JobProgress) -> None:
-        _send(queue, ("progress", asdict(p)))
-
-    return run_job(spec, target, run_id=run_id, progress=progress).to_dict()
-
-
-def ray_batch(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], queue: Any) -> list[dict[str, Any]]:
-    """Body of the Ray task of a seed batch: each job claims its run, then all train together
-    (:func:`lit_sb3.zoo.worker.batch.run_batch`); returns the result dicts, in order.
+def ray_jobs(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], queue: Any) -> list[dict[str, Any]]:
+    """Body of the Ray task of a unit (a seed batch of one or more jobs): each job claims its run, then they train
+    together (:func:`lit_sb3.zoo.runner.run_jobs`); returns the result dicts, in order.
 
     Args:
         spec_jsons: the jobs (:meth:`JobSpec.to_json`).
@@ -189,7 +168,7 @@ def ray_batch(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str],
         run_ids: their runs created by the launcher.
         queue: the progress queue (None: no progress).
     """
-    from lit_sb3.zoo.worker.batch import run_batch
+    from lit_sb3.zoo.runner import run_jobs
 
     specs = [JobSpec.from_json(text) for text in spec_jsons]
     run_ids = [claim_run(spec, target, run_id) for spec, run_id in zip(specs, run_ids)]
@@ -199,7 +178,7 @@ def ray_batch(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str],
     def progress(p: JobProgress) -> None:
         _send(queue, ("progress", asdict(p)))
 
-    return [r.to_dict() for r in run_batch(specs, target, run_ids=run_ids, progress=progress)]
+    return [r.to_dict() for r in run_jobs(specs, target, run_ids=run_ids, progress=progress)]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -309,7 +288,7 @@ class RayLauncher(Launcher):
         self.connect()
         slots = self.max_workers
         self._runbook, self._target = runbook, target
-        remote, remote_batch = ray.remote(ray_job), ray.remote(ray_batch)
+        remote = ray.remote(ray_jobs)
         options = {"num_cpus": self.cpus_per_job, "num_gpus": self.gpus_per_job, "max_retries": self.max_retries,
                    "retry_exceptions": False}  # fmt: skip
         self._queue = Queue(actor_options={"num_cpus": 0})
@@ -319,14 +298,10 @@ class RayLauncher(Launcher):
                 while pending and len(self._running) < slots:
                     specs = pending.popleft()
                     run_ids = [runbook.start(spec) for spec in specs]
-                    if len(specs) == 1:
-                        ref = remote.options(name=f"bench-{specs[0].name}", **options).remote(
-                            specs[0].to_json(), target, run_ids[0], self._queue
-                        )
-                    else:
-                        ref = remote_batch.options(name=f"bench-{specs[0].name}+{len(specs) - 1}", **options).remote(
-                            [s.to_json() for s in specs], target, run_ids, self._queue
-                        )
+                    name = specs[0].name if len(specs) == 1 else f"{specs[0].name}+{len(specs) - 1}"
+                    ref = remote.options(name=f"bench-{name}", **options).remote(
+                        [s.to_json() for s in specs], target, run_ids, self._queue
+                    )
                     job = _InFlight(specs, run_ids, ref, time.monotonic())
                     self._running[job.key] = job
                     for spec, run_id in zip(specs, run_ids):
@@ -377,7 +352,7 @@ class RayLauncher(Launcher):
         wall = time.monotonic() - (job.started or job.submitted)
         try:
             value = ray.get(job.ref)
-            results = [result_from_dict(d) for d in (value if isinstance(value, list) else [value])]
+            results = [result_from_dict(d) for d in value]
             if job.cancelled is None:
                 for spec, result in zip(job.specs, results):
                     yield JobDone(spec, result)

@@ -1,12 +1,12 @@
 """The objective of a ``bench tune`` trial: sample, resolve, train K seeds, report, prune, score.
 
 One trial = one MLflow run (tag ``lit_sb3.run_type=trial``, child of the study's run) with one child run per seed
-(``lit_sb3.run_type=trial_seed``), each trained by :func:`lit_sb3.zoo.runner.run_job`. Seeds ``0..K-1`` run one
-after the other (the same seeds for every trial: trials are compared on common random numbers). With
-``--seed-batch B`` (an algorithm with a seed-batched version) up to ``B`` seeds at a time train together as one
-seed batch (:func:`lit_sb3.zoo.worker.batch.run_batch`), each still with its own seed run; the trial reports once
-per evaluation of the batch: the mean over the batch's seeds (and the seeds before it), at the grid step of the
-batch's first seed (so the pruner's warm-up counts as for seed-by-seed trials); a pruned trial stops the batch.
+(``lit_sb3.run_type=trial_seed``). Seeds ``0..K-1`` (the same seeds for every trial: trials are compared on common
+random numbers) run in seed batches of up to ``--seed-batch B`` seeds (default 1: one after the other), each batch
+trained by :func:`lit_sb3.zoo.runner.run_jobs` (the suite's one job path), each seed with its own seed run; the
+trial reports once per evaluation of a batch: the mean over the batch's seeds (and the seeds before it), at the
+grid step of the batch's first seed (so the pruner's warm-up counts as for seed-by-seed trials); a pruned trial
+stops the batch.
 
 Objective value (maximised):
 
@@ -173,15 +173,9 @@ class Objective:
         return self.store.create_run("trial", f"trial-{trial.number}", tags, s.parent_run_id, params)
 
     def _seed_chunks(self, jobs: list[Any]) -> list[list[Any]]:
-        """The trial's seeds in the order they run: seed batches of at most ``seed_batch`` (when the sampled
-        config can be batched), else one by one."""
+        """The trial's seeds in the order they run: seed batches of at most ``seed_batch``."""
         size = self.settings.seed_batch
-        if size > 1 and len(jobs) > 1:
-            from lit_sb3.zoo.worker.batch import batch_refusal
-
-            if batch_refusal(jobs[0]) is None:
-                return [jobs[i : i + size] for i in range(0, len(jobs), size)]
-        return [[job] for job in jobs]
+        return [jobs[i : i + size] for i in range(0, len(jobs), size)]
 
     def _end(self, run_id: str, state: str, status: str, metrics: Mapping[str, float],
              extra_tags: Mapping[str, str] | None = None) -> None:  # fmt: skip
@@ -199,7 +193,7 @@ class Objective:
         import optuna
 
         from lit_sb3.zoo.jobs import plan_grid
-        from lit_sb3.zoo.runner import run_job
+        from lit_sb3.zoo.runner import run_jobs
         from lit_sb3.zoo.tracking import run_environment_tags
         from lit_sb3.zoo.tuning.pruning import TrialReporter
         from lit_sb3.zoo.tuning.search_spaces import sample_params, space_from_jsonable, to_hyperparameters
@@ -247,14 +241,8 @@ class Objective:
                 reporter = TrialReporter(
                     trial, k, s.n_timesteps, s.eval_freq, curves + siblings, s.n_evaluations or None
                 )
-                if len(chunk) == 1:
-                    results = [run_job(chunk[0], s.tracking, run_id=seed_runs[0], on_evaluation=reporter,
-                                       stopped_status="KILLED")]  # fmt: skip
-                else:
-                    from lit_sb3.zoo.worker.batch import run_batch
-
-                    hooks = [[_recorder(values)] for values in siblings] + [[reporter]]
-                    results = run_batch(chunk, s.tracking, run_ids=seed_runs, seed_hooks=hooks, stopped_status="KILLED")
+                hooks = [[_recorder(values)] for values in siblings] + [[reporter]]
+                results = run_jobs(chunk, s.tracking, run_ids=seed_runs, seed_hooks=hooks, stopped_status="KILLED")
                 env_steps += sum(int(r.env_steps) for r in results)
                 for spec, seed_run, result in zip(chunk, seed_runs, results):
                     if result.status != "FINISHED" and reporter.pruned_at is None:

@@ -1,15 +1,19 @@
 """The SB3-style callbacks of a job: periodic evaluation, evaluation hooks, progress and reward checks.
 
-:func:`job_callbacks` builds the three, wired to each other: the evaluation callback calls the hook callback
-after each evaluation, which records the curve, forces a progress snapshot and calls the hooks; the progress
-callback reads the last evaluation from the evaluation callback.
+:func:`job_callbacks` builds the three of one seed, wired to each other: the evaluation callback calls the hook
+callback after each evaluation, which records the curve, forces a progress snapshot and calls the hooks; the
+progress callback reads the last evaluation from the evaluation callback. They see the seed through a
+:class:`SeedView` (the same for a single model, a batch of one, and for seed ``i`` of a seed batch), and the
+model's trainer calls them through one :class:`SeedsCallback`.
 """
 
 from __future__ import annotations
 
 import math
 import time
+import traceback
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +21,7 @@ from lit_sb3.callbacks import BaseCallback
 from lit_sb3.callbacks.eval import EvalCallback
 from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress
 
-__all__ = ["HookCallback", "JobEvalCallback", "ProgressCallback", "job_callbacks"]
+__all__ = ["HookCallback", "JobEvalCallback", "ProgressCallback", "SeedView", "SeedsCallback", "job_callbacks"]
 
 EvalRow = tuple[int, float, float, float]
 """``(env steps, mean reward, std reward, mean episode length)`` of one evaluation."""
@@ -52,8 +56,7 @@ class ProgressCallback(BaseCallback):
         self.last_sent = now
         model = self.model
         assert model is not None
-        buf = model.ep_info_buffer
-        last_return = float(buf[-1]["r"]) if buf else math.nan
+        last_return = float(model.last_return)  # type: ignore[attr-defined]
         evaluated = self.eval_cb is not None and self.eval_cb.last_eval_step
         last_eval = float(self.eval_cb.last_mean_reward) if evaluated else math.nan
         steps = int(model.num_timesteps)
@@ -225,3 +228,144 @@ def job_callbacks(
     eval_cb = JobEvalCallback(eval_env, hook_cb, n_eval_episodes, eval_freq)
     progress_cb.eval_cb = eval_cb
     return eval_cb, hook_cb, progress_cb
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one seed of the model, as its callbacks see it; the one callback that drives every seed's callbacks
+# ---------------------------------------------------------------------------------------------------------
+class SeedView:
+    """Seed ``index`` of a model, seen by its job callbacks as a single model: env steps, its train env and
+    VecNormalize, its last ``rollout/ep_rew_mean``, metric logging (to the seed's logger) and ``predict`` (of
+    ``model.member(index)``, extracted once per env step, i.e. once per evaluation; for a single model that is the
+    model itself).
+
+    Args:
+        model: the algorithm (``n_seeds`` seeds; a single model has one).
+        index: the seed's index in the model.
+        train_env: the seed's train env.
+        logger: the seed's :class:`~lit_sb3.zoo.worker.guards.SeedLogger`.
+    """
+
+    def __init__(self, model: Any, index: int, train_env: Any, logger: Any) -> None:
+        from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+
+        self.model = model
+        self.index = index
+        self.train_env = train_env
+        self.logger = logger
+        cls = type(model.member(index))
+        if issubclass(cls, OnPolicyAlgorithm):
+            self.rollout_buffer = None  # the job callbacks evaluate on-policy models at rollout boundaries
+        self.supports_action_masks = bool(getattr(cls, "supports_action_masks", False))
+        self._member: Any = None
+        self._member_step = -1
+
+    @property
+    def num_timesteps(self) -> int:
+        return int(self.model.num_timesteps)
+
+    @property
+    def last_return(self) -> float:
+        """The seed's last logged ``rollout/ep_rew_mean`` (NaN before the first)."""
+        return float(self.logger.last.get("rollout/ep_rew_mean", math.nan))
+
+    def get_env(self) -> Any:
+        return self.train_env
+
+    def get_vec_normalize_env(self) -> Any:
+        from lit_sb3.vec_env import unwrap_vec_normalize
+
+        return unwrap_vec_normalize(self.train_env)
+
+    def member(self) -> Any:
+        """``model.member(index)`` at the current env step."""
+        if self._member is None or self._member_step != self.num_timesteps:
+            self._member, self._member_step = self.model.member(self.index), self.num_timesteps
+        return self._member
+
+    def predict(self, *args: Any, **kwargs: Any) -> Any:
+        return self.member().predict(*args, **kwargs)
+
+    def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
+        self.logger.log_metrics(metrics, self.num_timesteps if step is None else step)
+
+
+class SeedsCallback(BaseCallback):
+    """The model's one SB3-style callback: runs each running seed's job callbacks (progress and its NaN-reward
+    check, evaluation, hooks) on that seed's :class:`SeedView`, with that seed's part of the step's locals; a
+    seed whose callbacks raise :class:`DivergenceError`, or that the model failed (``model.failed``), is failed
+    alone through ``fail``; a hook's ``False`` stops the model (every seed).
+
+    Args:
+        seeds: ``(index, view, callbacks)`` of each seed; ``callbacks`` in the order a single job's trainer calls
+            them (progress, then evaluation, which calls the hook callback after each evaluation).
+        ended: ``ended(index)``: whether that seed's run has ended.
+        fail: ``fail(index, reason, traceback_text)`` fails a seed (masks it in the model, ends its run).
+    """
+
+    def __init__(self, seeds: Sequence[tuple[int, SeedView, Sequence[BaseCallback]]], ended: Callable[[int], bool],
+                 fail: Callable[[int, str, str], None]) -> None:  # fmt: skip
+        super().__init__()
+        self.seeds = list(seeds)
+        self.ended = ended
+        self.fail = fail
+
+    def _init_callback(self) -> None:
+        for _, view, callbacks in self.seeds:
+            for cb in callbacks:
+                cb.init_callback(view)  # type: ignore[arg-type]
+
+    def running(self) -> list[tuple[int, SeedView, Sequence[BaseCallback]]]:
+        """The seeds still training (those the model failed since the last call are failed first)."""
+        assert self.model is not None
+        failed = self.model.failed
+        for index, _, _ in self.seeds:
+            if not self.ended(index) and index in failed:
+                self.fail(index, failed[index], "")
+        return [seed for seed in self.seeds if not self.ended(seed[0])]
+
+    def _each(self, call: Callable[[BaseCallback], Any], with_locals: bool = False) -> bool:
+        keep = True
+        n_seeds = len(self.seeds)
+        for index, _, callbacks in self.running():
+            local = _seed_locals(self.locals, index, n_seeds) if with_locals else None
+            try:
+                for cb in callbacks:
+                    if local is not None:
+                        cb.locals = local
+                    keep = call(cb) is not False and keep
+            except DivergenceError as exc:
+                self.fail(index, str(exc), traceback.format_exc())
+        self.running()
+        return keep
+
+    def update_child_locals(self, locals_: dict[str, Any]) -> None:
+        pass  # each seed gets its part in _on_step
+
+    def _on_training_start(self) -> None:
+        self._each(lambda cb: cb.on_training_start({}, self.globals))
+
+    def _on_rollout_start(self) -> None:
+        self._each(lambda cb: cb.on_rollout_start())
+
+    def _on_step(self) -> bool:
+        keep = self._each(lambda cb: cb.on_step(), with_locals=True)
+        return keep and bool(self.running())
+
+    def _on_rollout_end(self) -> None:
+        self._each(lambda cb: cb.on_rollout_end())
+
+    def _on_training_end(self) -> None:
+        self._each(lambda cb: cb.on_training_end())
+
+
+def _seed_locals(locals_: dict[str, Any], index: int, n_seeds: int) -> dict[str, Any]:
+    """Seed ``index``'s part of the model's step locals: all of them for a single model; of a seed batch's,
+    the values with one entry per seed."""
+    if n_seeds == 1:
+        return dict(locals_)
+    out: dict[str, Any] = {}
+    for key, value in locals_.items():
+        if isinstance(value, (list, tuple)) and len(value) == n_seeds:
+            out[key] = value[index]
+    return out

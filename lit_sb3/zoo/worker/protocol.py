@@ -41,7 +41,8 @@ class JobProgress:
         env_steps: env steps so far.
         total: the budget.
         fps: env steps per second since the start of training.
-        last_return: return of the last finished training episode (NaN before the first).
+        last_return: mean return of the recent training episodes (``rollout/ep_rew_mean`` as last logged; NaN
+            before the first).
         last_eval: last evaluation mean reward (NaN before the first).
     """
 
