@@ -203,8 +203,7 @@ def _metrics(family: Sequence[Any], k: int) -> dict[str, float]:
 
 
 def run_until_verdict(
-    args: argparse.Namespace, jobs: Sequence[Any], skipped: Sequence[Any], experiment: str, uri: str,
-    batchable: set[str],
+    args: argparse.Namespace, jobs: Sequence[Any], skipped: Sequence[Any], experiment: str, uri: str
 ) -> int:  # fmt: skip
     """Run the waves (see the module docstring); returns the exit status (0, or 1 when jobs failed).
 
@@ -214,7 +213,6 @@ def run_until_verdict(
         skipped: pairs that cannot run.
         experiment: the experiment.
         uri: tracking URI.
-        batchable: ids of the jobs that may run in seed batches.
     """
     from lit_sb3.zoo.commands.run import (
         _command_line,
@@ -235,7 +233,7 @@ def run_until_verdict(
     if args.dry_run:
         print_plan(plan, jobs, finished)
         _seed_batch_units([j for j in jobs if j.seed in plan.wave_seeds(0) and j.job_id not in finished],
-                          args.seed_batch, batchable)  # fmt: skip
+                          args.seed_batch)  # fmt: skip
         return 0
     for pair in skipped:
         print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
@@ -282,7 +280,7 @@ def run_until_verdict(
                 raise BenchError(f"wave {n_looks + 1}: every job finished but some score is missing; see the job runs")
             print(f"wave {n_looks + 1}: seeds {seeds.start}..{seeds.stop - 1} of {len(needed)} algo x env, "
                   f"{len(wave)} job(s)", flush=True)  # fmt: skip
-            wave_results = _run_wave(launcher, tracking, parent_id, wave, args, batchable, _seed_batch_units, _RunBook)
+            wave_results = _run_wave(launcher, tracking, parent_id, wave, args, _seed_batch_units, _RunBook)
             results += wave_results
             if any(r.status != "FINISHED" for r in wave_results):
                 status = "FAILED"
@@ -325,12 +323,12 @@ def _decisions_md(family: Sequence[Any]) -> str:
 
 
 def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any], args: argparse.Namespace,
-              batchable: set[str], seed_batch_units: Any, runbook_cls: Any) -> list[Any]:  # fmt: skip
+              seed_batch_units: Any, runbook_cls: Any) -> list[Any]:  # fmt: skip
     """Run one wave's jobs through the launcher (the same path as a plain ``bench run``); their results."""
     from lit_sb3.zoo.launchers.base import JobDone
     from lit_sb3.zoo.progress import GridProgress
 
-    units = seed_batch_units(wave, args.seed_batch, batchable)
+    units = seed_batch_units(wave, args.seed_batch)
     results = []
     with GridProgress(len(wave), jobs=wave, file=sys.stdout) as progress:
         for event in launcher.submit(units, tracking.target, runbook_cls(tracking, parent_id)):

@@ -381,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "until_verdict", False):  # waves of seeds until each comparison is settled
         from lit_sb3.zoo.waves import run_until_verdict
 
-        return run_until_verdict(args, jobs, skipped, experiment, uri, _batchable(jobs, args.seed_batch))
+        return run_until_verdict(args, jobs, skipped, experiment, uri)
     if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
         return 0
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
