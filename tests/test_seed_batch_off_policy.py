@@ -372,14 +372,14 @@ def test_seed_routing_logger_gives_each_seed_its_own_csv_and_tensorboard(tmp_pat
 def test_bad_seed_batch_arguments_fail_early():
     with pytest.raises(ValueError, match="distinct"):
         SeedBatch(SAC, seeds=[1, 1])
-    with pytest.raises(ValueError, match="no seed-batched version of ARS"):
+    with pytest.raises(ValueError, match="ARS cannot train K > 1 seeds"):
         from lit_sb3 import ARS
 
-        SeedBatch(ARS, seeds=[0])
+        SeedBatch(ARS, seeds=[0, 1])
     with pytest.raises(TypeError, match="seeds="):
         SeedBatch(SAC, seeds=[0], seed=1)
     with pytest.raises(NotImplementedError, match="episodes"):
-        SeedBatch(SAC, seeds=[0], train_freq=(1, "episode"))
+        SeedBatch(SAC, seeds=[0, 1], train_freq=(1, "episode"))
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
     with pytest.raises(ValueError, match="normalize=True with a list"):

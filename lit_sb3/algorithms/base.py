@@ -143,6 +143,9 @@ class BaseAlgorithm(L.LightningModule):
         self.learning_rate = learning_rate
         self.stats_window_size = stats_window_size
         self.seed = seed
+        # the seed dimension K (docs/seed_batching.md): one seed unless SeedBatch made this model hold several
+        self._seeds: list[int] | None = None
+        self.failed: dict[int, str] = {}
         self.use_sde = use_sde
         self.sde_sample_freq = sde_sample_freq
         self.monitor_wrapper = monitor_wrapper
@@ -301,6 +304,56 @@ class BaseAlgorithm(L.LightningModule):
             self.action_space.seed(seed)
         if self.env is not None:
             self.env.seed(seed)
+
+    # ------------------------------------------------------------------
+    # Seeds: every model holds K >= 1 seeds (K = 1 unless built by SeedBatch); seed *index* i names one
+    # ------------------------------------------------------------------
+
+    @property
+    def seeds(self) -> list[int | None]:
+        """The seeds this model trains (``[seed]`` for a single-seed model); seed index ``i`` is a position here."""
+        return [self.seed] if self._seeds is None else list(self._seeds)
+
+    @property
+    def n_seeds(self) -> int:
+        """K, the number of seeds trained together (1 for a single-seed model)."""
+        return 1 if self._seeds is None else len(self._seeds)
+
+    @property
+    def active_seeds(self) -> list[int]:
+        """Indices of the seeds still training."""
+        return [i for i in range(self.n_seeds) if i not in self.failed]
+
+    def _check_seed_index(self, i: int) -> None:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.n_seeds:
+            raise IndexError(f"seed index must be in [0, {self.n_seeds}), got {i!r} (seeds: {self.seeds}).")
+
+    def member(self, i: int) -> BaseAlgorithm:
+        """Seed index ``i`` as an ordinary single-seed model with its current weights, optimiser state and counters
+        (for ``evaluate_policy``, ``predict``, ``save``); a single-seed model is its own member 0.
+
+        Args:
+            i: seed index (position in :attr:`seeds`).
+        """
+        self._check_seed_index(i)
+        return self
+
+    def fail_seed(self, i: int, reason: str) -> None:
+        """Mask seed index ``i`` out: its parameters stop moving and its env stops stepping while the other seeds go
+        on; when every seed has failed (always, for a single seed), the fit ends.
+
+        Args:
+            i: seed index.
+            reason: one line saying why (kept in :attr:`failed`; the first reason wins).
+        """
+        self._check_seed_index(i)
+        if i in self.failed:
+            return
+        self.failed[int(i)] = " ".join(str(reason).split())
+        if self.verbose >= 1:
+            print(f"seed index {i} (seed {self.seeds[i]}) masked out: {self.failed[i]}")
+        if not self.active_seeds:
+            self._stop_requested = True
 
     # ------------------------------------------------------------------
     # Learning set-up shared by on- and off-policy algorithms

@@ -14,6 +14,7 @@ from torch import nn
 
 from lit_sb3.core.preprocessing import get_device, is_image_space, maybe_transpose, preprocess_obs
 from lit_sb3.core.types import PyTorchObs, Schedule
+from lit_sb3.optim import build_optimizer, optimizer_build_kwargs
 from lit_sb3.policies.distributions import (
     BernoulliDistribution,
     CategoricalDistribution,
@@ -44,22 +45,6 @@ __all__ = [
 ]
 
 SelfBaseModel = TypeVar("SelfBaseModel", bound="BaseModel")
-
-
-def optimizer_build_kwargs(
-    optimizer_class: type[th.optim.Optimizer], optimizer_kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    """The keyword arguments actually used to build an optimizer: ``fused=True`` is added for Adam/AdamW
-    unless the user chose ``fused``, ``foreach`` or ``differentiable`` (fused Adam runs on CPU and CUDA).
-
-    Args:
-        optimizer_class: the optimizer class.
-        optimizer_kwargs: the user's keyword arguments (without ``lr``).
-    """
-    kwargs = dict(optimizer_kwargs)
-    if optimizer_class in (th.optim.Adam, th.optim.AdamW) and not {"fused", "foreach", "differentiable"} & set(kwargs):
-        kwargs["fused"] = True
-    return kwargs
 
 
 def _class_keys(key: str) -> bool:
@@ -224,16 +209,19 @@ class BaseModel(nn.Module):
         """A new features extractor of the configured class."""
         return self.features_extractor_class(self.observation_space, **self.features_extractor_kwargs)
 
-    def make_optimizer(self, params: Any, lr: float) -> th.optim.Optimizer:
-        """Build ``optimizer_class(params, lr=lr, **optimizer_kwargs)`` (fused Adam/AdamW by default).
+    def make_optimizer(
+        self, params: Any, lr: float, n_seeds: int = 1, seeds_sit_out: bool = False
+    ) -> th.optim.Optimizer:
+        """Build ``optimizer_class(params, lr=lr, **optimizer_kwargs)`` (fused Adam/AdamW by default) through
+        :func:`lit_sb3.optim.build_optimizer` (per-seed for K > 1 seeds that may sit out a step).
 
         Args:
             params: parameters or parameter groups.
             lr: initial learning rate.
+            n_seeds: K (stacked ``[K, ...]`` parameters).
+            seeds_sit_out: a seed may skip a step while the others take it.
         """
-        return self.optimizer_class(
-            params, lr=lr, **optimizer_build_kwargs(self.optimizer_class, self.optimizer_kwargs)
-        )
+        return build_optimizer(self.optimizer_class, params, lr, self.optimizer_kwargs, n_seeds, seeds_sit_out)
 
     def extract_features(self, obs: PyTorchObs, features_extractor: BaseFeaturesExtractor) -> th.Tensor:
         """Preprocess the observation (image scaling, one-hot) and run the features extractor.

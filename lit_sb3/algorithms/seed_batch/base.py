@@ -19,155 +19,30 @@ Seed *index* ``i`` (the position in ``batch.seeds``) names a seed everywhere: ``
 from __future__ import annotations
 
 import copy
-import re
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 import torch as th
-from lightning.pytorch.loggers import Logger
-from torch import nn
 
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.fit_context import FitContext
+from lit_sb3.algorithms.seeds import check_seeds
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.types import GymEnv
-from lit_sb3.policies.torch_layers import EnsembleLinear
+from lit_sb3.loggers import SeedRoutingLogger
+from lit_sb3.policies.seed_stack import ParamLink, clip_grad_norm_per_seed, stack_sequential
 from lit_sb3.vec_env import VecEnv, VecNormalize, unwrap_vec_normalize
 
 __all__ = [
     "ParamLink",
-    "SeedBatch",
+    "SeedBatchModule",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",
     "stack_sequential",
 ]
-
-_SEED_KEY = re.compile(r"^seed(\d+)/(.+)$")
-
-
-# ----------------------------------------------------------------------
-# Stacking K single-seed networks
-# ----------------------------------------------------------------------
-
-
-class ParamLink:
-    """Where a stacked tensor's seed slices live in the K single-seed models.
-
-    The stacked tensor is seed-major (``[K * group, ...]``); ``member_tensors[i]`` is seed i's tensor in its
-    single-seed model, ``transpose`` says that the single tensor is the transpose of each slice (``nn.Linear``
-    weights are ``[out, in]``, ``EnsembleLinear`` weights ``[in, out]``).
-
-    Args:
-        stacked: the stacked parameter or buffer.
-        member_tensors: the K single-seed tensors.
-        transpose: the slices are stored transposed.
-    """
-
-    def __init__(self, stacked: th.Tensor, member_tensors: Sequence[th.Tensor], transpose: bool = False) -> None:
-        self.stacked = stacked
-        self.member_tensors = list(member_tensors)
-        self.transpose = transpose
-
-    def seed_slice(self, i: int, tensor: th.Tensor | None = None) -> th.Tensor:
-        """Seed i's part of the stacked tensor (or of ``tensor``, shaped like it: an optimiser moment), shaped as
-        its single-seed tensor."""
-        k = len(self.member_tensors)
-        source = self.stacked if tensor is None else tensor
-        part = source.detach().reshape(k, -1, *source.shape[1:])[i]
-        if self.transpose:
-            part = part.squeeze(0).transpose(-1, -2)
-        return part.reshape(self.member_tensors[i].shape)
-
-    def write_member(self, i: int) -> None:
-        """Copy seed i's current stacked values into its single-seed tensor."""
-        target = self.member_tensors[i]
-        with th.no_grad():
-            target.copy_(self.seed_slice(i).to(device=target.device, dtype=target.dtype))
-
-
-def _stack_linear(layers: Sequence[nn.Module]) -> tuple[EnsembleLinear, list[ParamLink]]:
-    """One EnsembleLinear holding K ``nn.Linear`` (K members) or K ``EnsembleLinear(n)`` (K * n members)."""
-    first = layers[0]
-    if isinstance(first, nn.Linear):
-        stacked = EnsembleLinear(len(layers), first.in_features, first.out_features, bias=first.bias is not None)
-        with th.no_grad():
-            stacked.weight.copy_(th.stack([layer.weight.detach().t() for layer in layers]))
-            if stacked.bias is not None:
-                stacked.bias.copy_(th.stack([layer.bias.detach() for layer in layers]).unsqueeze(1))
-        links = [ParamLink(stacked.weight, [layer.weight for layer in layers], transpose=True)]
-    elif isinstance(first, EnsembleLinear):
-        n = first.n_members
-        stacked = EnsembleLinear(len(layers) * n, first.in_features, first.out_features, bias=first.bias is not None)
-        with th.no_grad():
-            stacked.weight.copy_(th.cat([layer.weight.detach() for layer in layers]))
-            if stacked.bias is not None:
-                stacked.bias.copy_(th.cat([layer.bias.detach() for layer in layers]))
-        links = [ParamLink(stacked.weight, [layer.weight for layer in layers])]
-    else:  # pragma: no cover - guarded by stack_sequential
-        raise TypeError(type(first).__name__)
-    if stacked.bias is not None:
-        links.append(ParamLink(stacked.bias, [layer.bias for layer in layers]))
-    stacked.to(device=first.weight.device, dtype=first.weight.dtype)
-    return stacked, links
-
-
-def stack_sequential(modules: Sequence[nn.Module]) -> tuple[nn.Sequential, list[ParamLink]]:
-    """Stack K identically shaped MLPs (``nn.Linear``/``EnsembleLinear`` layers and parameter-free layers such as
-    activations) into one ``nn.Sequential`` evaluated on ``[K * n, batch, features]`` inputs.
-
-    Args:
-        modules: K ``nn.Sequential`` (or a single Linear/EnsembleLinear each), one per seed.
-
-    Returns:
-        The stacked module and the links of its parameters to the K originals.
-    """
-    seqs = [list(m) if isinstance(m, nn.Sequential) else [m] for m in modules]
-    layers: list[nn.Module] = []
-    links: list[ParamLink] = []
-    for position, group in enumerate(zip(*seqs)):
-        first = group[0]
-        if isinstance(first, (nn.Linear, EnsembleLinear)):
-            stacked, layer_links = _stack_linear(group)
-            layers.append(stacked)
-            links += layer_links
-        elif type(first) is nn.ReLU and layers and isinstance(layers[-1], EnsembleLinear):
-            # in place on the fresh matmul output (K times the single run's activation: a second copy of it costs
-            # memory traffic, not just memory)
-            layers.append(nn.ReLU(inplace=True))
-        elif next(first.parameters(recurse=True), None) is None and next(first.buffers(), None) is None:
-            layers.append(first)  # stateless, elementwise (activations, Tanh, Hardtanh)
-        else:
-            raise NotImplementedError(
-                f"seed batching stacks MLPs of Linear layers and activations; layer {position} is "
-                f"{type(first).__name__}, which has parameters or state (not supported yet)."
-            )
-    return nn.Sequential(*layers), links
-
-
-def clip_grad_norm_per_seed(parameters: Iterable[th.Tensor], max_norm: float, n_seeds: int) -> th.Tensor:
-    """``clip_grad_norm_`` for each seed separately: each seed's gradients are scaled by
-    ``min(1, max_norm / (its total norm + 1e-6))``, as the single-seed run's ``clip_grad_norm_`` would.
-
-    Args:
-        parameters: stacked, seed-major parameters.
-        max_norm: the largest gradient norm of one seed.
-        n_seeds: K.
-
-    Returns:
-        The per-seed total norms before clipping, ``[K]``.
-    """
-    grads = [p.grad for p in parameters if p.grad is not None]
-    if not grads:
-        return th.zeros(n_seeds)
-    squares = th.stack([g.reshape(n_seeds, -1).pow(2).sum(1) for g in grads]).sum(0)
-    norms = squares.sqrt()
-    coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-    for g in grads:
-        g.mul_(coef.reshape(n_seeds, *([1] * (g.dim() - 1))).repeat_interleave(g.shape[0] // n_seeds, 0))
-    return norms
 
 
 class _EverySeed:
@@ -184,7 +59,7 @@ class _EverySeed:
 # ----------------------------------------------------------------------
 
 
-class SeedBatch(BaseAlgorithm):
+class SeedBatchModule(BaseAlgorithm):
     """K seeds of one algorithm as one LightningModule: ``SeedBatch(SAC, seeds=[0, 1, 2, 3], policy="MlpPolicy",
     **sac_kwargs)``, trained by ``RLTrainer(max_steps=N).fit(batch, datamodule=RLEnvDataModule(train_env=venvs))``
     with one VecEnv per seed (``max_steps``: env steps per seed, exact as in the single runs).
@@ -205,24 +80,14 @@ class SeedBatch(BaseAlgorithm):
     """
 
     algorithm: ClassVar[type[BaseAlgorithm]]
-    _registry: ClassVar[dict[type[BaseAlgorithm], type[SeedBatch]]] = {}
+    _registry: ClassVar[dict[type[BaseAlgorithm], type[SeedBatchModule]]] = {}
     _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = BaseAlgorithm._PLAIN_HOT_ATTRIBUTES | {"_record_seq"}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         algorithm = cls.__dict__.get("algorithm")
         if algorithm is not None:
-            SeedBatch._registry[algorithm] = cls
-
-    def __new__(cls, algorithm: Any = None, *args: Any, **kwargs: Any) -> SeedBatch:
-        if cls is SeedBatch:
-            impl = SeedBatch._registry.get(algorithm) if isinstance(algorithm, type) else None
-            if impl is None:
-                known = ", ".join(sorted(a.__name__ for a in SeedBatch._registry))
-                name = getattr(algorithm, "__name__", repr(algorithm))
-                raise ValueError(f"no seed-batched version of {name}; batched algorithms: {known}.")
-            cls = impl
-        return super().__new__(cls)
+            SeedBatchModule._registry[algorithm] = cls
 
     def __init__(
         self,
@@ -232,13 +97,7 @@ class SeedBatch(BaseAlgorithm):
         device: th.device | str = "auto",
         **kwargs: Any,
     ) -> None:
-        seeds = list(seeds) if isinstance(seeds, (list, tuple, range, np.ndarray)) else seeds
-        if not isinstance(seeds, list) or not seeds:
-            raise ValueError(f"seeds must be a non-empty list of integers, got {seeds!r}.")
-        if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in seeds):
-            raise ValueError(f"seeds must be integers, got {seeds!r}.")
-        if len(set(seeds)) != len(seeds):
-            raise ValueError(f"seeds must be distinct, got {seeds!r}.")
+        seeds = check_seeds(seeds)
         if "seed" in kwargs:
             raise TypeError("SeedBatch takes seeds=[...], not seed= (each member gets its own seed).")
         if algorithm is not type(self).algorithm:
@@ -259,9 +118,7 @@ class SeedBatch(BaseAlgorithm):
         )
         object.__setattr__(self, "_members", members)  # not submodules: their tensors are linked, not trained
         self.policy_alias = first.policy_alias
-        self.seeds = [int(s) for s in seeds]
-        self.n_seeds = len(seeds)
-        self.failed: dict[int, str] = {}
+        self._seeds = [int(s) for s in seeds]
         self.envs: list[VecEnv] = []
         self._normalizers: list[VecNormalize | None] = []
         self._links: list[ParamLink] = []
@@ -369,7 +226,7 @@ class SeedBatch(BaseAlgorithm):
         Args:
             i: seed index (position in :attr:`seeds`).
         """
-        self._check_index(i)
+        self._check_seed_index(i)
         if not self._built:
             raise RuntimeError("the batch has no networks yet: train it (fit) or attach envs (set_env) first.")
         member = self.members[i]
@@ -417,18 +274,9 @@ class SeedBatch(BaseAlgorithm):
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         """Hook: copy other per-seed state (counters, exploration rate) into member i."""
 
-    def _check_index(self, i: int) -> None:
-        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.n_seeds:
-            raise IndexError(f"seed index must be in [0, {self.n_seeds}), got {i!r} (seeds: {self.seeds}).")
-
     # ------------------------------------------------------------------
     # Failure masking
     # ------------------------------------------------------------------
-
-    @property
-    def active_seeds(self) -> list[int]:
-        """Indices of the seeds still training."""
-        return [i for i in range(self.n_seeds) if i not in self.failed]
 
     def fail_seed(self, i: int, reason: str) -> None:
         """Mask seed index ``i`` out: its parameters stop moving, its env stops stepping, the others go on; when
@@ -438,7 +286,7 @@ class SeedBatch(BaseAlgorithm):
             i: seed index.
             reason: one line saying why (kept in :attr:`failed`; the first reason wins).
         """
-        self._check_index(i)
+        self._check_seed_index(i)
         if i in self.failed:
             return
         self.failed[int(i)] = " ".join(str(reason).split())
@@ -681,77 +529,3 @@ class SeedBatch(BaseAlgorithm):
             raise RuntimeError(f"{type(self).__name__} has no networks yet: train it (fit) first.")
         actions = [self.member(i).predict(observation[i], deterministic=deterministic)[0] for i in range(self.n_seeds)]
         return np.stack(actions), None
-
-
-# ----------------------------------------------------------------------
-# Routing per-seed metrics to per-seed loggers
-# ----------------------------------------------------------------------
-
-
-class SeedRoutingLogger(Logger):
-    """A Lightning logger that gives each seed of a batch its own logger: ``seed{i}/<key>`` metrics go to
-    ``per_seed_loggers[i]`` as ``<key>`` (same step), ``seed{i}/<name>`` hyperparameters likewise, other
-    hyperparameters to every logger; batch-wide metrics (no ``seed{i}/`` prefix) go to ``batch_logger`` if any.
-
-    Args:
-        per_seed_loggers: one Lightning logger per seed index (TensorBoard, CSV, MLflow child runs, ...).
-        batch_logger: where batch-wide metrics go (None: dropped).
-    """
-
-    def __init__(self, per_seed_loggers: Sequence[Logger], batch_logger: Logger | None = None) -> None:
-        super().__init__()
-        if not per_seed_loggers:
-            raise ValueError("SeedRoutingLogger needs one logger per seed, got none.")
-        self.per_seed_loggers = list(per_seed_loggers)
-        self.batch_logger = batch_logger
-
-    @property
-    def name(self) -> str:
-        return "seed_routing"
-
-    @property
-    def version(self) -> str:
-        return "0"
-
-    def _split(self, values: dict[str, Any]) -> tuple[dict[int, dict[str, Any]], dict[str, Any]]:
-        per_seed: dict[int, dict[str, Any]] = {}
-        rest: dict[str, Any] = {}
-        for key, value in values.items():
-            match = _SEED_KEY.match(key)
-            index = int(match.group(1)) if match else -1
-            if match and index < len(self.per_seed_loggers):
-                per_seed.setdefault(index, {})[match.group(2)] = value
-            else:
-                rest[key] = value
-        return per_seed, rest
-
-    def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
-        per_seed, rest = self._split(metrics)
-        for i, values in per_seed.items():
-            self.per_seed_loggers[i].log_metrics(values, step=step)
-        if rest and self.batch_logger is not None:
-            self.batch_logger.log_metrics(rest, step=step)
-
-    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
-        from lit_sb3.callbacks.summary_writer import _write_tensorboard_hparams
-
-        params = dict(params) if isinstance(params, dict) else vars(params)
-        per_seed, rest = self._split(params)
-        for i, logger in enumerate(self.per_seed_loggers):
-            values = {**rest, **per_seed.get(i, {})}
-            logger.log_hyperparams(values)
-            if type(logger).__name__ == "TensorBoardLogger":
-                _write_tensorboard_hparams(logger, values)
-        if self.batch_logger is not None:
-            self.batch_logger.log_hyperparams(rest)
-
-    def save(self) -> None:
-        for logger in self._all():
-            logger.save()
-
-    def finalize(self, status: str) -> None:
-        for logger in self._all():
-            logger.finalize(status)
-
-    def _all(self) -> list[Logger]:
-        return self.per_seed_loggers + ([self.batch_logger] if self.batch_logger is not None else [])

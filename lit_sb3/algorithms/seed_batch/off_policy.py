@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
-from lit_sb3.algorithms.seed_batch.base import SeedBatch
+from lit_sb3.algorithms.seed_batch.base import SeedBatchModule
 from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_obs_dtype
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise, VectorizedActionNoise
@@ -185,7 +185,7 @@ class SeedReplayStorage:
         )
 
 
-class OffPolicySeedBatch(SeedBatch):
+class OffPolicySeedBatch(SeedBatchModule):
     """The collection/update loop of the batched off-policy algorithms (see the module docstring).
 
     Subclasses implement ``_build_batch`` (stack the members' networks, make the optimisers),
@@ -193,7 +193,7 @@ class OffPolicySeedBatch(SeedBatch):
     """
 
     min_env_steps_per_training_step: ClassVar[int] = 32
-    _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = SeedBatch._PLAIN_HOT_ATTRIBUTES | {
+    _PLAIN_HOT_ATTRIBUTES: ClassVar[frozenset[str]] = SeedBatchModule._PLAIN_HOT_ATTRIBUTES | {
         "_cycle_open",
         "_cycle_steps",
     }
@@ -503,7 +503,7 @@ class OffPolicySeedBatch(SeedBatch):
         Args:
             i: seed index.
         """
-        self._check_index(i)
+        self._check_seed_index(i)
         storage, first = self.storage, self.members[i]
         if storage is None:
             raise RuntimeError("the batch has no replay storage yet: train it (fit) or attach envs (set_env) first.")

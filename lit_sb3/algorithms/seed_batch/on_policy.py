@@ -18,7 +18,7 @@ The losses are the single classes' (:meth:`PPO.train <lit_sb3.algorithms.ppo.PPO
 batched update equals the K separate updates to float tolerance, and a batched seed retraces its separate run
 (``tests/test_seed_batch_on_policy.py``).
 
-The optimiser is :class:`~lit_sb3.algorithms.seed_batch.optim.PerSeedAdam` / ``PerSeedRMSprop``: a seed that
+The optimiser is :class:`~lit_sb3.optim.PerSeedAdam` / ``PerSeedRMSprop``: a seed that
 stopped on ``target_kl`` (or failed) neither moves nor ages its bias correction.
 """
 
@@ -42,9 +42,9 @@ from lit_sb3.algorithms.a2c import A2C
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm, run_iterations
 from lit_sb3.algorithms.ppo import PPO
-from lit_sb3.algorithms.seed_batch.base import SeedBatch, clip_grad_norm_per_seed
-from lit_sb3.algorithms.seed_batch.optim import PerSeedOptimizer, make_per_seed_optimizer
+from lit_sb3.algorithms.seed_batch.base import SeedBatchModule, clip_grad_norm_per_seed
 from lit_sb3.buffers.rollout import RolloutBuffer
+from lit_sb3.optim import PerSeedOptimizer, make_per_seed_optimizer
 from lit_sb3.policies.base import ActorCriticPolicy
 from lit_sb3.policies.distributions import (
     DiagGaussianDistribution,
@@ -688,7 +688,7 @@ def episode_buffers(n_seeds: int, window: int) -> tuple[list[deque], list[deque]
 # ----------------------------------------------------------------------
 
 
-class OnPolicySeedBatch(SeedBatch):
+class OnPolicySeedBatch(SeedBatchModule):
     """K seeds of an on-policy algorithm (PPO, A2C): one collect/update cycle steps every active seed's VecEnv
     ``n_steps`` times (one batched policy forward per step), then runs the algorithm's update for all seeds.
 

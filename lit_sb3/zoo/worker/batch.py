@@ -1,9 +1,9 @@
 """Run a seed batch: K jobs that differ only by their seed, trained together by one
-:class:`~lit_sb3.algorithms.seed_batch.SeedBatch` in one process (``bench run --seed-batch K``).
+:func:`~lit_sb3.algorithms.seeds.SeedBatch` in one process (``bench run --seed-batch K``).
 
 For the user nothing changes: each seed keeps its own MLflow child run (created by the launcher as for a single
 job, same params and tags), its metrics with env steps (the batch logs ``seed{i}/<key>``;
-:class:`~lit_sb3.algorithms.seed_batch.SeedRoutingLogger` forwards them to seed ``i``'s
+:class:`~lit_sb3.loggers.SeedRoutingLogger` forwards them to seed ``i``'s
 :class:`~lit_sb3.zoo.tracking.logger.JobMLFlowLogger`), its periodic and final evaluations (the callbacks of
 :mod:`lit_sb3.zoo.worker.callbacks`, bound to a view of seed ``i``: ``batch.member(i)`` evaluated on seed
 ``i``'s eval env), its artifacts (``model.zip`` from ``batch.member(i).save``, loadable by the single-seed
@@ -47,10 +47,10 @@ def has_batched_version(algo: str) -> bool:
     Args:
         algo: algorithm name.
     """
-    from lit_sb3.algorithms.seed_batch import SeedBatch
+    from lit_sb3.algorithms.seeds import supports_seed_batch
     from lit_sb3.zoo.registry import get_algo_class
 
-    return get_algo_class(algo) in SeedBatch._registry  # the batched classes register themselves there
+    return supports_seed_batch(get_algo_class(algo))
 
 
 def batch_refusal(job: JobSpec) -> str | None:
@@ -351,7 +351,8 @@ def run_batch(
 
     try:
         from lit_sb3 import RLEnvDataModule, RLTrainer
-        from lit_sb3.algorithms.seed_batch import SeedBatch, SeedRoutingLogger
+        from lit_sb3.algorithms.seeds import SeedBatch
+        from lit_sb3.loggers import SeedRoutingLogger
         from lit_sb3.zoo.tracking import job_logger, job_params
         from lit_sb3.zoo.worker.callbacks import job_callbacks
         from lit_sb3.zoo.worker.envs import build_env, model_arguments
