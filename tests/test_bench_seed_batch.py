@@ -302,8 +302,9 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed(in_tmp_path: Path, mlfl
     jobs, _ = plan_grid(["sac"], [NAN_SEED], [0, 1], n_timesteps=100, eval_freq=100, eval_episodes=1,
                         overrides=overrides)  # fmt: skip
     results = run_batch(jobs, open_tracking(uri, "sde").target)
-    assert "seed batch of 2: seed batching of SAC does not support use_sde yet.; its seeds run one after the other" in (
-        capsys.readouterr().out
+    assert (
+        "seed batch of 2: SAC with K > 1 seeds does not support use_sde yet (K = 1 does).; its seeds run one after "
+        "the other" in capsys.readouterr().out
     )
     assert [r.status for r in results] == ["FINISHED"] * 2
     assert results[0].fps != results[1].fps  # two fits

@@ -143,10 +143,10 @@ def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch
     import numpy as np
     from gymnasium import spaces
 
-    from lit_sb3.algorithms.seed_batch import SeedReplayStorage
+    from lit_sb3.buffers.seed_replay import SeedReplayBuffer
 
-    monkeypatch.setattr(SeedReplayStorage, "INITIAL_CAPACITY", 3)
-    storage = SeedReplayStorage(2, 10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), 1, th.device("cpu"))
+    monkeypatch.setattr(SeedReplayBuffer, "INITIAL_CAPACITY", 3)
+    storage = SeedReplayBuffer(2, 10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), 1, th.device("cpu"))
     assert storage.capacity == 3 and not storage.pack_transfers
     storage.pack_transfers = pack  # the device path (one packed host->device copy per step), run on the CPU
     for t in range(25):  # seed 1 stores -t, seed 0 stores t
@@ -161,11 +161,17 @@ def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch
         assert storage.capacity == min(10, max(3, 3 * 2 ** int(np.ceil(np.log2(max(t + 1, 3) / 3)))))
     assert storage.full and storage.pos == 5
     assert storage.rewards[0, :, 0].tolist() == [20, 21, 22, 23, 24, 15, 16, 17, 18, 19]
-    data = storage.sample(64, th.Generator().manual_seed(0))
+    generators = [th.Generator().manual_seed(0), th.Generator().manual_seed(0)]
+    data = storage.sample(64, generators)
     assert data.observations.shape == (2, 64, 3) and data.rewards.shape == (2, 64, 1)
     assert (data.rewards[0] >= 15).all() and (data.rewards[1] <= -15).all()  # each seed samples its own slice
     th.testing.assert_close(data.next_observations[..., 0], data.observations[..., 0] + 1)
-    assert not th.equal(data.rewards[0], -data.rewards[1])  # independent indices per seed
+    assert th.equal(data.rewards[0], -data.rewards[1])  # each seed draws from its own stream (here: equal ones)
+    th.manual_seed(1)
+    expected = th.randint(0, 10, (64,))  # what a single-seed ReplayBuffer draws from the global generator
+    data = storage.sample(64, [th.Generator().manual_seed(1), th.Generator().manual_seed(2)])
+    assert th.equal(data.observations[0, :, 0], storage.observations[0, expected, 0, 0])
+    assert not th.equal(data.rewards[0], -data.rewards[1])
 
 
 class _Net(nn.Module):
@@ -206,10 +212,11 @@ def test_stack_module_stacks_a_module_tree_seed_major_and_folds_flatten():
 
 
 def test_per_seed_reductions_dispatch_to_the_single_seed_kernels_at_k1():
-    x, t = th.randn(1, 33, 3), th.randn(1, 33, 3)
-    assert th.equal(seed_mean(x, 1), x.mean().reshape(1))
-    assert th.equal(seed_mse(x, t, 1), th.nn.functional.mse_loss(x, t).reshape(1))
-    assert th.equal(seed_smooth_l1(x, t, 1), th.nn.functional.smooth_l1_loss(x, t).reshape(1))
+    x, t = th.randn(33, 3), th.randn(33, 3)  # K=1: the single-seed tensors, no seed dimension
+    assert th.equal(seed_mean(x, 1), x.mean())
+    assert th.equal(seed_mse(x, t, 1), th.nn.functional.mse_loss(x, t))
+    assert th.equal(seed_smooth_l1(x, t, 1), th.nn.functional.smooth_l1_loss(x, t))
+    assert masked_seed_sum(x.mean()) is not None and th.equal(masked_seed_sum(x.mean()), x.mean())
     xs, ts = th.randn(4, 9, 2), th.randn(4, 9, 2)
     th.testing.assert_close(seed_mean(xs, 4), th.stack([v.mean() for v in xs]))
     th.testing.assert_close(seed_mse(xs, ts, 4), th.stack([th.nn.functional.mse_loss(u, v) for u, v in zip(xs, ts)]))
@@ -228,7 +235,7 @@ def test_clip_grad_norm_per_seed_is_torchs_at_k1():
         (mlp(th.ones(4, 3)) * 10).sum().backward()
     norm = clip_grad_norm_per_seed(list(mlps[0].parameters()), 0.5, 1)
     expected = nn.utils.clip_grad_norm_(list(mlps[1].parameters()), 0.5)
-    assert norm.shape == (1,) and th.equal(norm[0], expected)
+    assert norm.shape == () and th.equal(norm, expected)
     assert all(th.equal(p.grad, q.grad) for p, q in zip(mlps[0].parameters(), mlps[1].parameters()))
 
 

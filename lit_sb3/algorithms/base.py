@@ -72,6 +72,7 @@ class BaseAlgorithm(L.LightningModule):
         policy_aliases: ``"MlpPolicy"``-style names of its policy classes.
         default_run_name: ``learn()``'s default ``tb_log_name`` (SB3's: ``"PPO"``, ``"SAC"``, ...).
         search_space: name of its ``bench tune`` search space (a key of the suite's ``SEARCH_SPACES``), or None.
+        seed_batching: its class trains K > 1 seeds itself (``SeedBatch(cls, seeds=[...])``, docs/seed_batching.md).
     """
 
     zoo_name: ClassVar[str] = ""
@@ -86,6 +87,7 @@ class BaseAlgorithm(L.LightningModule):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
     default_run_name: ClassVar[str] = "run"
     search_space: ClassVar[str | None] = None
+    seed_batching: ClassVar[bool] = False
     automatic_optimization = False
     # constructor arguments that are not stored in saved archives
     _excluded_save_params: ClassVar[tuple[str, ...]] = ("device",)

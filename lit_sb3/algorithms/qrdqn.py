@@ -65,6 +65,7 @@ class QRDQN(DQN):
     """
 
     zoo_name: ClassVar[str] = "qrdqn"
+    seed_batching: ClassVar[bool] = False  # its update is not written over K seeds yet
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
     default_run_name: ClassVar[str] = "QRDQN"
     search_space: ClassVar[str | None] = "qrdqn"

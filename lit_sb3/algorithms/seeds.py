@@ -80,7 +80,7 @@ def SeedBatch(algorithm: type[BaseAlgorithm], seeds: Any, policy: Any = "MlpPoli
         return algorithm(policy, seed=seeds[0], **kwargs)
     if getattr(algorithm, "seed_batching", False):
         model = algorithm(policy, seed=seeds[0], **kwargs)
-        model.set_seeds(seeds)
+        model.set_seeds(seeds, policy, kwargs)
         return model
     legacy = _legacy_registry().get(algorithm)
     if legacy is None:

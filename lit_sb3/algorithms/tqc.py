@@ -69,6 +69,7 @@ class TQC(SAC):
     """
 
     zoo_name: ClassVar[str] = "tqc"
+    seed_batching: ClassVar[bool] = False  # its update is not written over K seeds yet
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     default_run_name: ClassVar[str] = "TQC"
     search_space: ClassVar[str | None] = "tqc"

@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from lit_sb3.core.preprocessing import get_action_dim
+from lit_sb3.policies.seed_stack import seed_randn_like
 
 __all__ = [
     "BernoulliDistribution",
@@ -37,13 +38,13 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def sum_independent_dims(tensor: th.Tensor) -> th.Tensor:
-    """Sum over the action dimension: ``[batch, n] -> [batch]``, ``[n] -> []``.
+    """Sum over the action dimension (the last): ``[..., batch, n] -> [..., batch]``, ``[n] -> []``.
 
     Args:
         tensor: per-dimension values (log-probabilities or entropies).
     """
     if tensor.dim() > 1:
-        return tensor.sum(dim=1)
+        return tensor.sum(dim=-1)
     return tensor.sum()
 
 
@@ -115,6 +116,8 @@ class DiagGaussianDistribution(Distribution):
         self.mean_actions: th.Tensor | None = None
         self.log_std: th.Tensor | None = None
         self.std: th.Tensor | None = None
+        # K seeds' own random streams (one generator per seed, seed-major [K, ...] means); None: torch's global one
+        self.seed_generators: list[th.Generator] | None = None
 
     def proba_distribution_net(self, latent_dim: int, log_std_init: float = 0.0) -> tuple[nn.Module, nn.Parameter]:
         """Linear layer for the mean and a log-std parameter vector.
@@ -156,7 +159,7 @@ class DiagGaussianDistribution(Distribution):
 
     def sample(self) -> th.Tensor:
         assert self.mean_actions is not None and self.std is not None
-        return self.mean_actions + self.std * th.randn_like(self.mean_actions)
+        return self.mean_actions + self.std * seed_randn_like(self.mean_actions, self.seed_generators)
 
     def mode(self) -> th.Tensor:
         assert self.mean_actions is not None
@@ -196,7 +199,7 @@ class SquashedDiagGaussianDistribution(DiagGaussianDistribution):
         if gaussian_actions is None:
             gaussian_actions = TanhBijector.inverse(actions)
         log_prob = super().log_prob(gaussian_actions)
-        return log_prob - th.sum(th.log(1.0 - actions.pow(2) + self.epsilon), dim=1)
+        return log_prob - th.sum(th.log(1.0 - actions.pow(2) + self.epsilon), dim=-1)
 
     def entropy(self) -> th.Tensor | None:
         return None  # no analytical form: estimate it with -log_prob.mean()

@@ -13,11 +13,14 @@ uses only these):
   own parameters) raises ``NotImplementedError`` naming it: K=1 never stacks anything and always works.
   :func:`stack_sequential` is the same for a list of ``nn.Sequential``.
 * :func:`seed_mean`, :func:`seed_mse`, :func:`seed_smooth_l1` — per-seed reductions ``[K, ...] -> [K]``; at K=1 they
-  dispatch to the exact reduction a single-seed run uses (``x.mean().reshape(1)``, ``F.mse_loss(...)``), so K=1
-  stays bitwise.
+  are the exact reduction a single-seed run uses (``x.mean()``, ``F.mse_loss(...)``: a scalar, on the single-seed
+  tensors that carry no seed dimension at K=1), so K=1 stays bitwise.
 * :func:`masked_seed_sum` — the sum of per-seed losses over the live seeds (``torch.where``: a NaN of a masked seed
   cannot reach the others); its gradient gives each seed its own loss's gradient.
 * :func:`clip_grad_norm_per_seed` — ``max_grad_norm`` clipping per seed (K=1: ``torch.nn.utils.clip_grad_norm_``).
+* :func:`seed_randn_like`, :func:`seed_randint` — random draws ``[K, ...]`` whose slice i comes from seed i's own
+  ``torch.Generator`` (so seed i of a batch draws what its separate run draws from torch's global generator);
+  without generators (K=1), torch's global generator as a single-seed run uses it.
 
 Layout: stacked tensors are seed-major, ``[K * group, ...]`` where ``group`` is 1 (a Linear) or n (an ensemble).
 """
@@ -40,6 +43,8 @@ __all__ = [
     "masked_seed_sum",
     "seed_mean",
     "seed_mse",
+    "seed_randint",
+    "seed_randn_like",
     "seed_smooth_l1",
     "stack_module",
     "stack_sequential",
@@ -157,7 +162,9 @@ def stack_sequential(modules: Sequence[nn.Module]) -> tuple[nn.Sequential, list[
     return nn.Sequential(*layers), links
 
 
-def clip_grad_norm_per_seed(parameters: Iterable[th.Tensor], max_norm: float, n_seeds: int) -> th.Tensor:
+def clip_grad_norm_per_seed(
+    parameters: Iterable[th.Tensor], max_norm: float, n_seeds: int, foreach: bool | None = None
+) -> th.Tensor:
     """``clip_grad_norm_`` for each seed separately: each seed's gradients are scaled by
     ``min(1, max_norm / (its total norm + 1e-6))``, as the single-seed run's ``clip_grad_norm_`` would (K=1: torch's
     ``clip_grad_norm_`` itself).
@@ -166,12 +173,13 @@ def clip_grad_norm_per_seed(parameters: Iterable[th.Tensor], max_norm: float, n_
         parameters: stacked, seed-major parameters.
         max_norm: the largest gradient norm of one seed.
         n_seeds: K.
+        foreach: K=1: ``clip_grad_norm_``'s ``foreach``.
 
     Returns:
-        The per-seed total norms before clipping, ``[K]``.
+        The per-seed total norms before clipping, ``[K]`` (K=1: the scalar norm).
     """
     if n_seeds == 1:  # the single-seed kernel: bitwise what an unbatched run computes
-        return th.nn.utils.clip_grad_norm_(parameters, max_norm).reshape(1)
+        return th.nn.utils.clip_grad_norm_(parameters, max_norm, foreach=foreach)
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return th.zeros(n_seeds)
@@ -212,8 +220,8 @@ def _stack_into(target: nn.Module, group: Sequence[nn.Module], path: str, links:
         stacked, layer_links = _stack_linear(group)
         links += layer_links
         return stacked
-    if isinstance(first, _ELEMENTWISE):
-        return target
+    if isinstance(first, _ELEMENTWISE) or (isinstance(first, nn.Flatten) and first.start_dim < 0):
+        return target  # elementwise, or flattening only trailing dims: K-agnostic as it is
     if _stateless(first):
         return SeedFolded(target)
     own = [name for name, _ in first.named_parameters(recurse=False)] + [
@@ -256,19 +264,19 @@ def stack_module(modules: Sequence[nn.Module]) -> tuple[nn.Module, list[ParamLin
 
 
 def seed_mean(x: th.Tensor, n_seeds: int) -> th.Tensor:
-    """Mean over everything but the leading seed dimension: ``[K, ...] -> [K]`` (K=1: ``x.mean().reshape(1)``).
+    """Mean over everything but the leading seed dimension: ``[K, ...] -> [K]`` (K=1: ``x.mean()``, a scalar).
 
     Args:
         x: per-seed values, seed-major.
         n_seeds: K.
     """
     if n_seeds == 1:
-        return x.mean().reshape(1)
+        return x.mean()
     return x.reshape(n_seeds, -1).mean(1)
 
 
 def seed_mse(x: th.Tensor, target: th.Tensor, n_seeds: int) -> th.Tensor:
-    """Per-seed mean squared error ``[K]`` (K=1: ``F.mse_loss(x, target).reshape(1)``).
+    """Per-seed mean squared error ``[K]`` (K=1: ``F.mse_loss(x, target)``, a scalar).
 
     Args:
         x: predictions ``[K, ...]``.
@@ -276,12 +284,12 @@ def seed_mse(x: th.Tensor, target: th.Tensor, n_seeds: int) -> th.Tensor:
         n_seeds: K.
     """
     if n_seeds == 1:
-        return F.mse_loss(x, target).reshape(1)
+        return F.mse_loss(x, target)
     return (x - target).square().reshape(n_seeds, -1).mean(1)
 
 
 def seed_smooth_l1(x: th.Tensor, target: th.Tensor, n_seeds: int) -> th.Tensor:
-    """Per-seed Huber loss (``F.smooth_l1_loss``, beta 1) ``[K]`` (K=1: ``F.smooth_l1_loss(x, target)``).
+    """Per-seed Huber loss (``F.smooth_l1_loss``, beta 1) ``[K]`` (K=1: ``F.smooth_l1_loss(x, target)``, a scalar).
 
     Args:
         x: predictions ``[K, ...]``.
@@ -289,17 +297,50 @@ def seed_smooth_l1(x: th.Tensor, target: th.Tensor, n_seeds: int) -> th.Tensor:
         n_seeds: K.
     """
     if n_seeds == 1:
-        return F.smooth_l1_loss(x, target).reshape(1)
+        return F.smooth_l1_loss(x, target)
     return F.smooth_l1_loss(x, target, reduction="none").reshape(n_seeds, -1).mean(1)
 
 
 def masked_seed_sum(per_seed: th.Tensor, active: th.Tensor | None = None) -> th.Tensor:
-    """The sum of per-seed losses over the live seeds (the loss an optimiser of K seeds minimises).
+    """The sum of per-seed losses over the live seeds (the loss an optimiser of K seeds minimises); a single
+    seed's scalar loss is returned as it is.
 
     Args:
-        per_seed: ``[K]`` losses.
+        per_seed: ``[K]`` losses (or the scalar loss of one seed).
         active: ``[K]`` bool (None: every seed is live).
     """
+    if per_seed.dim() == 0:
+        return per_seed
     if active is None:
         return per_seed.sum()
     return th.where(active, per_seed, th.zeros_like(per_seed)).sum()
+
+
+def seed_randn_like(x: th.Tensor, generators: Sequence[th.Generator] | None = None) -> th.Tensor:
+    """Standard normal noise shaped like ``x`` (``[K, ...]``): slice i from ``generators[i]``; None: ``randn_like``.
+
+    Args:
+        x: the tensor whose shape, dtype and device the noise takes.
+        generators: one generator per seed (on ``x``'s device), or None.
+    """
+    if generators is None:
+        return th.randn_like(x)
+    return th.stack([th.randn(x.shape[1:], generator=g, dtype=x.dtype, device=x.device) for g in generators])
+
+
+def seed_randint(
+    high: int, size: tuple[int, ...], generators: Sequence[th.Generator] | None, device: th.device, low: int = 0
+) -> th.Tensor:
+    """Uniform integers in ``[low, high)``: ``[K, *size]`` with slice i from ``generators[i]`` (None: ``size``
+    from torch's global generator, as a single-seed run draws them).
+
+    Args:
+        high: upper bound (excluded).
+        size: shape of one seed's draw.
+        generators: one generator per seed, or None.
+        device: where the draw is made.
+        low: lower bound.
+    """
+    if generators is None:
+        return th.randint(low, high, size, device=device)
+    return th.stack([th.randint(low, high, size, generator=g, device=device) for g in generators])

@@ -1,34 +1,25 @@
-"""Seed batching: K seeds of one algorithm trained together by one LightningModule (see docs/seed_batching.md).
+"""The older seed-batched on-policy classes (PPO, A2C), kept until those algorithms train K seeds themselves.
 
-``SeedBatch(SAC, seeds=[0, 1, 2, 3], **sac_kwargs)`` returns the batched class registered for the algorithm.
+``SeedBatch`` (:mod:`lit_sb3.algorithms.seeds`) is the one way to ask for K seeds; the off-policy algorithms
+(SAC, TD3, DDPG, DQN) train K seeds in their own classes (:mod:`lit_sb3.algorithms.seed_dim`).
 """
 
 from lit_sb3.algorithms.seed_batch.base import SeedBatchModule
-from lit_sb3.algorithms.seed_batch.dqn import SeedBatchDQN
-from lit_sb3.algorithms.seed_batch.off_policy import OffPolicySeedBatch, SeedReplayStorage
 from lit_sb3.algorithms.seed_batch.on_policy import OnPolicySeedBatch, SeedBatchA2C, SeedBatchPPO
-from lit_sb3.algorithms.seed_batch.sac import SeedBatchSAC
-from lit_sb3.algorithms.seed_batch.td3 import SeedBatchDDPG, SeedBatchTD3
 from lit_sb3.algorithms.seeds import SeedBatch
 from lit_sb3.loggers import SeedRoutingLogger
 from lit_sb3.optim import PerSeedAdam, PerSeedRMSprop
 from lit_sb3.policies.seed_stack import ParamLink, clip_grad_norm_per_seed, stack_sequential
 
 __all__ = [
-    "OffPolicySeedBatch",
     "OnPolicySeedBatch",
     "ParamLink",
     "PerSeedAdam",
     "PerSeedRMSprop",
     "SeedBatch",
     "SeedBatchA2C",
-    "SeedBatchDDPG",
-    "SeedBatchDQN",
     "SeedBatchModule",
     "SeedBatchPPO",
-    "SeedBatchSAC",
-    "SeedBatchTD3",
-    "SeedReplayStorage",
     "SeedRoutingLogger",
     "clip_grad_norm_per_seed",
     "stack_sequential",
