@@ -591,19 +591,32 @@ class ActorCriticPolicy(BasePolicy):
                 module.apply(partial(self.init_weights, gain=gain))
         self.optimizer = self.make_optimizer(self.parameters(), lr_schedule(1))
 
+    #: seed batching: K seeds stacked in this policy (its inputs and outputs carry a leading seed dimension)
+    n_seeds: int = 1
+
+    def _features(self, obs: PyTorchObs, features_extractor: BaseFeaturesExtractor) -> th.Tensor:
+        """Features of a batch; K > 1 stacked seeds: observations ``[K, batch, ...]`` are preprocessed with K
+        folded into the batch (one-hot encodings flatten their input) and extracted as ``[K, batch, ...]``."""
+        if self.n_seeds == 1 or not isinstance(obs, th.Tensor):
+            return super().extract_features(obs, features_extractor)
+        k, b = obs.shape[0], obs.shape[1]
+        x = preprocess_obs(obs.reshape(k * b, *obs.shape[2:]), self.observation_space, self.normalize_images)
+        return features_extractor(x.reshape(k, b, *x.shape[1:]))
+
     def _latents(self, obs: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
         if self.share_features_extractor:
-            features = super().extract_features(obs, self.features_extractor)
+            features = self._features(obs, self.features_extractor)
             return self.mlp_extractor.forward_actor(features), self.mlp_extractor.forward_critic(features)
-        pi_features = super().extract_features(obs, self.pi_features_extractor)
-        vf_features = super().extract_features(obs, self.vf_features_extractor)
+        pi_features = self._features(obs, self.pi_features_extractor)
+        vf_features = self._features(obs, self.vf_features_extractor)
         return self.mlp_extractor.forward_actor(pi_features), self.mlp_extractor.forward_critic(vf_features)
 
     def forward(self, obs: PyTorchObs, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """Actions, values ``[batch, 1]`` and log-probabilities ``[batch]``.
+        """Actions, values ``[batch, 1]`` and log-probabilities ``[batch]`` (K > 1 stacked seeds: each with a
+        leading seed dimension).
 
         Args:
-            obs: batch of observations.
+            obs: batch of observations (``[K, batch, ...]`` for K > 1 seeds).
             deterministic: deterministic actions.
         """
         latent_pi, latent_vf = self._latents(obs)
@@ -611,7 +624,7 @@ class ActorCriticPolicy(BasePolicy):
         distribution = self._get_action_dist_from_latent(latent_pi)
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        actions = actions.reshape((-1, *self.action_space.shape))  # type: ignore[misc]
+        actions = actions.reshape((*log_prob.shape, *self.action_space.shape))  # type: ignore[misc]
         return actions, values, log_prob
 
     def extract_features(  # type: ignore[override]
@@ -668,7 +681,7 @@ class ActorCriticPolicy(BasePolicy):
         Args:
             obs: batch of observations.
         """
-        features = super().extract_features(obs, self.pi_features_extractor)
+        features = self._features(obs, self.pi_features_extractor)
         return self._get_action_dist_from_latent(self.mlp_extractor.forward_actor(features))
 
     def predict_values(self, obs: PyTorchObs) -> th.Tensor:
@@ -677,7 +690,7 @@ class ActorCriticPolicy(BasePolicy):
         Args:
             obs: batch of observations.
         """
-        features = super().extract_features(obs, self.vf_features_extractor)
+        features = self._features(obs, self.vf_features_extractor)
         return self.value_net(self.mlp_extractor.forward_critic(features))
 
 

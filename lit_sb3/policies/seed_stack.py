@@ -224,14 +224,17 @@ def _stack_into(target: nn.Module, group: Sequence[nn.Module], path: str, links:
         return target  # elementwise, or flattening only trailing dims: K-agnostic as it is
     if _stateless(first):
         return SeedFolded(target)
-    own = [name for name, _ in first.named_parameters(recurse=False)] + [
-        n for n, _ in first.named_buffers(recurse=False)
-    ]
-    if own or not list(first.children()):
+    own_params = [name for name, _ in first.named_parameters(recurse=False)]
+    if list(first.named_buffers(recurse=False)) or not list(first.children()):
         raise NotImplementedError(
             f"seed batching (K > 1) does not stack {type(first).__name__} layers yet (at {path or 'the root'}); "
             "K = 1 (a single seed) supports every layer."
         )
+    for name in own_params:  # a container's own parameter (an on-policy log_std): [K, *shape], seed i's at i
+        members = [getattr(module, name) for module in group]
+        stacked_param = nn.Parameter(th.stack([p.detach() for p in members]).clone(), members[0].requires_grad)
+        setattr(target, name, stacked_param)
+        links.append(ParamLink(stacked_param, members))
     for name, child in list(target.named_children()):
         members = [getattr(module, name) for module in group]
         stacked = _stack_into(child, members, f"{path}.{name}" if path else name, links)
