@@ -5,8 +5,7 @@ What it offers:
 * :func:`SeedBatch` — ``SeedBatch(SAC, seeds=[0, 1, 2], policy="MlpPolicy", **sac_kwargs)`` is one model of K seeds
   trained together; ``SeedBatch(SAC, seeds=[5], ...)`` is exactly ``SAC(..., seed=5)``. An algorithm whose class
   trains K seeds itself (class attribute ``seed_batching = True``: its math is written over a leading seed
-  dimension) returns an instance of that class; the others still batched by the older ``seed_batch`` package
-  return that package's class.
+  dimension) returns an instance of that class.
 * :func:`check_seeds` — the one validation of a seed list (one-line errors).
 * :func:`supports_seed_batch` — whether ``SeedBatch(algo, seeds=[a, b])`` works for an algorithm class.
 
@@ -43,19 +42,13 @@ def check_seeds(seeds: Any) -> list[int]:
     return [int(s) for s in seeds]
 
 
-def _legacy_registry() -> dict[type, type]:
-    from lit_sb3.algorithms.seed_batch.base import SeedBatchModule
-
-    return SeedBatchModule._registry
-
-
 def supports_seed_batch(algorithm: type) -> bool:
     """Whether ``algorithm`` can train K > 1 seeds as one model.
 
     Args:
         algorithm: an algorithm class.
     """
-    return bool(getattr(algorithm, "seed_batching", False)) or algorithm in _legacy_registry()
+    return bool(getattr(algorithm, "seed_batching", False))
 
 
 def SeedBatch(algorithm: type[BaseAlgorithm], seeds: Any, policy: Any = "MlpPolicy", **kwargs: Any) -> Any:  # noqa: N802 - reads as a class
@@ -78,17 +71,14 @@ def SeedBatch(algorithm: type[BaseAlgorithm], seeds: Any, policy: Any = "MlpPoli
         raise ValueError(f"SeedBatch needs an algorithm class (SAC, PPO, ...), got {algorithm!r}.")
     if len(seeds) == 1:
         return algorithm(policy, seed=seeds[0], **kwargs)
-    if getattr(algorithm, "seed_batching", False):
-        model = algorithm(policy, seed=seeds[0], **kwargs)
-        model.set_seeds(seeds, policy, kwargs)
-        return model
-    legacy = _legacy_registry().get(algorithm)
-    if legacy is None:
+    if not supports_seed_batch(algorithm):
         raise ValueError(
             f"{algorithm.__name__} cannot train K > 1 seeds as one model yet; batched algorithms: "
             f"{', '.join(_batched_names())} (K = 1, seeds=[s], works for every algorithm)."
         )
-    return legacy(algorithm, seeds, policy, **kwargs)
+    model = algorithm(policy, seed=seeds[0], **kwargs)
+    model.set_seeds(seeds, policy, kwargs)
+    return model
 
 
 def _batched_names() -> list[str]:
@@ -102,4 +92,4 @@ def _batched_names() -> list[str]:
             continue
         if supports_seed_batch(cls):
             names.add(cls.__name__)
-    return sorted(names | {cls.__name__ for cls in _legacy_registry()})
+    return sorted(names)

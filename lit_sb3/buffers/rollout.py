@@ -242,11 +242,21 @@ class RolloutBuffer(BaseBuffer):
         else:
             if len(generators) != K:
                 raise ValueError(f"get_seeds() needs one generator per seed: {K} seeds, {len(generators)} given.")
-            offsets = th.arange(K, device=self.device).unsqueeze(1) * per_seed
-            indices = th.stack([th.randperm(per_seed, generator=g, device=self.device) for g in generators]) + offsets
+            indices = th.stack([th.randperm(per_seed, generator=g, device=self.device) for g in generators])
         for start in range(0, per_seed, batch_size):
-            samples = self._get_samples(indices[:, start : start + batch_size].reshape(-1))
-            yield type(samples)(*(_split_seeds(field, K) for field in samples))
+            yield self.seed_samples(indices[:, start : start + batch_size])
+
+    def seed_samples(self, indices: th.Tensor) -> Any:
+        """The samples at ``indices[k]`` of each seed k's own rollout (positions in its buffer's flattened order),
+        each field ``[K, n, ...]``.
+
+        Args:
+            indices: ``[K, n]`` positions in ``[0, n_steps * n_envs)``.
+        """
+        per_seed = self.buffer_size * self.envs_per_seed
+        offsets = th.arange(self.n_seeds, device=indices.device).unsqueeze(1) * per_seed
+        samples = self._get_samples((indices + offsets).reshape(-1))
+        return type(samples)(*(_split_seeds(field, self.n_seeds) for field in samples))
 
     def seed_slice(self, arr: np.ndarray, k: int) -> np.ndarray:
         """Seed ``k``'s columns of a ``[n_steps, K * n_envs, ...]`` array (its own buffer's array).

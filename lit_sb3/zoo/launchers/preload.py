@@ -26,7 +26,7 @@ _MODULES = (
     "lit_sb3.zoo.worker.callbacks",
     "lit_sb3.zoo.worker.guards",
     "lit_sb3.zoo.worker.batch",  # seed batches (--seed-batch)
-    "lit_sb3.algorithms.seed_batch",
+    "lit_sb3.algorithms.seeds",
 )
 
 

@@ -88,7 +88,7 @@ class _SeedView:
         self.index = index
         self.train_env = train_env
         self.logger = logger
-        cls = getattr(batch, "algorithm", type(batch))  # the older on-policy batch classes name their algorithm
+        cls = type(batch)
         if issubclass(cls, OnPolicyAlgorithm):
             self.rollout_buffer = None  # the job callbacks evaluate on-policy models at rollout boundaries
         self.supports_action_masks = bool(getattr(cls, "supports_action_masks", False))
