@@ -90,10 +90,10 @@ def test_bad_seed_batch_is_one_line_before_anything(value: str, in_tmp_path: Pat
 def test_algorithm_without_batched_version_runs_unbatched_with_one_line(
     in_tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["run", "--algos", "trpo", "--envs", "CartPole-v1", "--seeds", "3", "--seed-batch", "4",
+    assert main(["run", "--algos", "ars", "--envs", "CartPole-v1", "--seeds", "3", "--seed-batch", "4",
                  "--n-timesteps", "2048", "--dry-run"]) == 0  # fmt: skip
     out = capsys.readouterr().out
-    assert out.count("--seed-batch: trpo has no seed-batched version; its seeds run unbatched") == 1
+    assert out.count("--seed-batch: ars has no seed-batched version; its seeds run unbatched") == 1
 
 
 # ---------------------------------------------------------------------------------------------------------
