@@ -8,7 +8,19 @@ import numpy as np
 import pytest
 import torch as th
 
-from lit_sb3 import DDPG, DQN, SAC, TD3, NormalActionNoise, RLEnvDataModule, RLTrainer, SeedBatch, SeedRoutingLogger
+from lit_sb3 import (
+    DDPG,
+    DQN,
+    QRDQN,
+    SAC,
+    TD3,
+    TQC,
+    NormalActionNoise,
+    RLEnvDataModule,
+    RLTrainer,
+    SeedBatch,
+    SeedRoutingLogger,
+)
 from lit_sb3.vec_env import make_vec_env
 
 th.set_num_threads(1)
@@ -73,6 +85,11 @@ EQUIVALENCE = {
     "ddpg": (DDPG, "Pendulum-v1", dict(TD3_KW, learning_starts=30), 200),
     "dqn": (DQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
                                       exploration_fraction=0.5, max_grad_norm=0.5), 300),
+    "tqc": (TQC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, policy_kwargs=dict(net_arch=[16], n_quantiles=5)),
+            150),
+    "qrdqn": (QRDQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
+                                          exploration_fraction=0.5, max_grad_norm=0.5,
+                                          policy_kwargs=dict(net_arch=[16], n_quantiles=5)), 200),
 }  # fmt: skip
 
 
