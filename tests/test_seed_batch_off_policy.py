@@ -85,6 +85,10 @@ EQUIVALENCE = {
     "ddpg": (DDPG, "Pendulum-v1", dict(TD3_KW, learning_starts=30), 200),
     "dqn": (DQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
                                       exploration_fraction=0.5, max_grad_norm=0.5), 300),
+    # n-step returns: Pendulum's time limit (200 steps) and CartPole's terminations end windows
+    "sac_nstep": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, n_steps=3), 260),
+    "dqn_nstep": (DQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
+                                          exploration_fraction=0.5, n_steps=4), 200),
     "tqc": (TQC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, policy_kwargs=dict(net_arch=[16], n_quantiles=5)),
             150),
     "qrdqn": (QRDQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,

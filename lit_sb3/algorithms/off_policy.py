@@ -273,7 +273,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             and self.train_freq.unit == TrainFrequencyUnit.EPISODE,
             "replay_buffer_class": self.replay_buffer_class is not None,
             "optimize_memory_usage": self.optimize_memory_usage,
-            "n_steps > 1": self.n_steps > 1,
             "use_sde": self.use_sde,
         }
         unknown = sorted(set(self.replay_buffer_kwargs) - {"handle_timeout_termination"})
@@ -299,6 +298,11 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 f"{type(self).__name__} with K > 1 seeds supports vector (Box) observations only yet, got {space} "
                 "(K = 1 supports every space)."
             )
+        assert self._seed_state is not None
+        if self.n_steps > 1 and any(vn is not None for vn in self._seed_state.normalizers):
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
+            )
         self._setup_lr_schedule()
         self._convert_train_freq()
         self._stack_members()
@@ -310,6 +314,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self.n_envs,
             self.device,
             handle_timeout_termination=self.replay_buffer_kwargs.get("handle_timeout_termination", True),
+            n_steps=self.n_steps,
+            gamma=self.gamma,
         )
         self._lean_obs = True
         self._mode_matters = _train_mode_matters(self.policy)
@@ -776,6 +782,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         next_original = original_obs.copy()  # type: ignore[union-attr]
         rewards = np.zeros((k, self.n_envs), dtype=np.float32)
         dones = np.zeros((k, self.n_envs), dtype=np.float32)
+        timeouts = np.zeros((k, self.n_envs), dtype=np.float32)
         if isinstance(self.action_space, spaces.Box):
             finite = np.isfinite(buffer_actions.reshape(k, -1)).all(1)
             if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
@@ -803,8 +810,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                         next_obs[i, j] = (
                             vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
                         )
-                    if storage.handle_timeout_termination and infos[j].get("TimeLimit.truncated", False):
-                        dones[i, j] = 0.0  # a timeout is not a terminal state
+                    if infos[j].get("TimeLimit.truncated", False):
+                        timeouts[i, j] = 1.0
+                        if storage.handle_timeout_termination:
+                            dones[i, j] = 0.0  # a timeout is not a terminal state
                     if noise is not None:
                         noise.reset(**({"indices": [int(j)]} if self.n_envs > 1 else {}))
             stepped.append((i, infos, done_i))
@@ -821,7 +830,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 state.episode_nums[i] += 1
                 if self._log_interval and state.episode_nums[i] % self._log_interval == 0:
                     self._dump_seed(i)
-        storage.add(original_obs, next_obs, buffer_actions, rewards, dones)  # type: ignore[arg-type]
+        storage.add(original_obs, next_obs, buffer_actions, rewards, dones, timeouts)  # type: ignore[arg-type]
         self._last_obs = new_obs
         if self._last_original_obs is not None:
             self._last_original_obs = next_original
@@ -857,6 +866,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         data = buffer.sample(batch_size, state.generators)
         if not any(vn is not None for vn in state.normalizers):
             return data
+        if self.n_steps > 1:
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
+            )
         obs, next_obs = data.observations.cpu().numpy(), data.next_observations.cpu().numpy()
         rewards = data.rewards.cpu().numpy()
         for i, vn in enumerate(state.normalizers):
