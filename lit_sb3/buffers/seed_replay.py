@@ -173,7 +173,7 @@ class SeedReplayBuffer:
         k, upper = self.n_seeds, self.size()
         if upper == 0:
             raise RuntimeError("the replay storage is empty: collect transitions before sampling.")
-        device = generators[0].device
+        device = next(g for g in generators if g is not None).device
         slots = seed_randint(upper, (batch_size,), generators, device).to(self.device)
         if self.n_envs > 1:
             envs = seed_randint(self.n_envs, (batch_size,), generators, device).to(self.device)
