@@ -17,6 +17,7 @@ as they were. Unmasked steps use ``torch._foreach_*`` kernels.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +35,10 @@ __all__ = [
 
 
 def _per_seed(x: th.Tensor, like: th.Tensor) -> th.Tensor:
-    """A ``[K]`` tensor shaped to broadcast against a ``[K, ...]`` parameter."""
+    """A ``[K]`` tensor shaped to broadcast against a seed-major ``[K * group, ...]`` parameter (group: 1, or the
+    members per seed of an ensemble layer)."""
+    if like.shape[0] != x.shape[0]:
+        x = x.repeat_interleave(like.shape[0] // x.shape[0])
     return x.view(-1, *([1] * (like.dim() - 1)))
 
 
@@ -57,6 +61,9 @@ class PerSeedOptimizer(th.optim.Optimizer):
     def __init__(self, params: Sequence[nn.Parameter], n_seeds: int, defaults: dict[str, Any]) -> None:
         super().__init__(list(params), defaults)
         self.n_seeds = n_seeds
+        # the seeds that step when step() is called without ``active`` (None: all); a model sets it around updates
+        # in which some seeds sit out
+        self.active: th.Tensor | None = None
 
     def _shared_steps(self, device: th.device) -> th.Tensor:
         """The per-seed step counts shared by every parameter that starts stepping together."""
@@ -100,8 +107,9 @@ class PerSeedAdam(PerSeedOptimizer):
 
     @th.no_grad()
     def step(self, active: th.Tensor | None = None) -> None:  # type: ignore[override]
-        """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: every seed (foreach
-        kernels, no masking)."""
+        """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: :attr:`active`, or every
+        seed (foreach kernels, no masking)."""
+        active = self.active if active is None else active
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps = group["lr"], group["eps"]
@@ -175,6 +183,7 @@ class PerSeedRMSprop(PerSeedOptimizer):
 
     @th.no_grad()
     def step(self, active: th.Tensor | None = None) -> None:  # type: ignore[override]
+        active = self.active if active is None else active
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             for p in group["params"]:
@@ -269,7 +278,10 @@ def build_optimizer(
         known = {"betas", "eps"}
     else:
         known = {"alpha", "eps"}
-    unknown = sorted(set(options) - known)
+    # other options at torch's defaults change nothing (an optimizer's ``defaults`` lists them all)
+    signature = inspect.signature(optimizer_class.__init__).parameters
+    unknown = sorted(k for k in set(options) - known if k not in signature or options[k] != signature[k].default)
+    options = {k: v for k, v in options.items() if k in known}
     if unknown:
         raise ValueError(
             f"per-seed {optimizer_class.__name__} does not support the option(s) {unknown}; allowed: {sorted(known)}."

@@ -268,3 +268,32 @@ def test_every_model_has_the_seed_api_and_seedbatch_of_one_seed_is_the_single_mo
         SeedBatch(SAC, seeds=[1, 1])
     with pytest.raises(TypeError, match="not seed="):
         SeedBatch(SAC, seeds=[1], seed=2)
+
+
+def test_seed_replay_n_step_returns_equal_nstep_replay_buffer_while_growing(monkeypatch):
+    """n-step windows (ended by terminations, timeouts and the newest transition) as NStepReplayBuffer computes
+    them, also while the storage is still growing (windows that reach past its capacity are clamped, unused)."""
+    import numpy as np
+    from gymnasium import spaces
+
+    from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
+    from lit_sb3.buffers.seed_replay import SeedReplayBuffer
+
+    monkeypatch.setattr(SeedReplayBuffer, "INITIAL_CAPACITY", 4)
+    obs_space, act_space = spaces.Box(-1, 1, (2,)), spaces.Box(-1, 1, (1,))
+    storage = SeedReplayBuffer(2, 20, obs_space, act_space, 1, th.device("cpu"), n_steps=3, gamma=0.9)
+    single = NStepReplayBuffer(20, obs_space, act_space, device="cpu", n_steps=3, gamma=0.9)
+    rng = np.random.default_rng(0)
+    for t in range(8):
+        obs, next_obs = rng.normal(size=(2, 1, 2)).astype(np.float32), rng.normal(size=(2, 1, 2)).astype(np.float32)
+        action, reward = rng.uniform(-1, 1, (2, 1, 1)).astype(np.float32), rng.normal(size=(2, 1)).astype(np.float32)
+        done, timeout = np.array([[float(t == 3)], [0.0]]), np.array([[float(t == 5)], [0.0]])
+        storage.add(obs, next_obs, action, reward, done * (1 - timeout), timeout)
+        infos = [{"TimeLimit.truncated": bool(timeout[0, 0])}]
+        single.add(obs[0], next_obs[0], action[0], reward[0], np.maximum(done[0], timeout[0]), infos)
+    assert storage.capacity == 8
+    th.manual_seed(3)
+    expected = single.sample(64)
+    data = storage.sample(64, [th.Generator().manual_seed(3), th.Generator().manual_seed(4)])
+    for name in ("observations", "actions", "next_observations", "dones", "rewards", "discounts"):
+        th.testing.assert_close(getattr(data, name)[0], getattr(expected, name), msg=name)

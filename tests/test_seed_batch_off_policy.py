@@ -8,7 +8,19 @@ import numpy as np
 import pytest
 import torch as th
 
-from lit_sb3 import DDPG, DQN, SAC, TD3, NormalActionNoise, RLEnvDataModule, RLTrainer, SeedBatch, SeedRoutingLogger
+from lit_sb3 import (
+    DDPG,
+    DQN,
+    QRDQN,
+    SAC,
+    TD3,
+    TQC,
+    NormalActionNoise,
+    RLEnvDataModule,
+    RLTrainer,
+    SeedBatch,
+    SeedRoutingLogger,
+)
 from lit_sb3.vec_env import make_vec_env
 
 th.set_num_threads(1)
@@ -73,6 +85,20 @@ EQUIVALENCE = {
     "ddpg": (DDPG, "Pendulum-v1", dict(TD3_KW, learning_starts=30), 200),
     "dqn": (DQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
                                       exploration_fraction=0.5, max_grad_norm=0.5), 300),
+    # n-step returns: Pendulum's time limit (200 steps) and CartPole's terminations end windows
+    "sac_nstep": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, n_steps=3), 260),
+    "dqn_nstep": (DQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
+                                          exploration_fraction=0.5, n_steps=4), 200),
+    # train_freq in episodes: each seed updates when its own episodes end (per-seed time limits make them differ)
+    "dqn_episodes": (DQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=(1, "episode"), gradient_steps=-1,
+                                             target_update_interval=20, exploration_fraction=0.5), 250),
+    "sac_episodes": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, train_freq=(2, "episode"), gradient_steps=-1),
+                     200, [20, 25, 30]),
+    "tqc": (TQC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, policy_kwargs=dict(net_arch=[16], n_quantiles=5)),
+            150),
+    "qrdqn": (QRDQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
+                                          exploration_fraction=0.5, max_grad_norm=0.5,
+                                          policy_kwargs=dict(net_arch=[16], n_quantiles=5)), 200),
 }  # fmt: skip
 
 
@@ -81,17 +107,22 @@ def test_k3_batch_equals_three_separate_runs(algo, tmp_path):
     """Seed i of a batch draws what its separate run draws (replay indices, policy noise, TD3's target noise,
     epsilon-greedy) and starts from its separate run's weights: after whole fits the parameters, optimiser states
     and counters equal the separate runs' (tolerance above)."""
-    cls, env_id, kwargs, steps = EQUIVALENCE[algo]
+    cls, env_id, kwargs, steps, *lengths = EQUIVALENCE[algo]
     seeds = [3, 5, 7]
+
+    def env(i: int):  # seed index i's env (with its own time limit, where the case gives them)
+        env_kwargs = dict(max_episode_steps=lengths[0][i]) if lengths else None
+        return make_vec_env(env_id, n_envs=1, seed=seeds[i], env_kwargs=env_kwargs)
+
     batch = SeedBatch(cls, seeds=seeds, **kwargs)
     assert type(batch) is cls and batch.n_seeds == 3 and batch.seeds == seeds
-    _fit(batch, _envs(env_id, seeds), steps, tmp_path)
+    _fit(batch, [env(i) for i in range(3)], steps, tmp_path)
     assert not batch.failed and batch.num_timesteps == steps
     for i, seed in enumerate(seeds):
         single = cls("MlpPolicy", seed=seed, **kwargs)
-        _fit(single, make_vec_env(env_id, n_envs=1, seed=seed), steps, tmp_path)
+        _fit(single, env(i), steps, tmp_path)
         member = batch.member(i)
-        assert member.seed == seed and member.num_timesteps == steps and member._n_updates == single._n_updates
+        assert member.seed == seed and member.num_timesteps == steps and member._n_updates == single._n_updates > 0
         _assert_state_equal(member.policy.state_dict(), single.policy.state_dict(), atol=1e-5)
         _assert_optimizers_equal(member, single)
 
@@ -274,8 +305,8 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(ARS, seeds=[0, 1])
     with pytest.raises(TypeError, match="seeds="):
         SeedBatch(SAC, seeds=[0], seed=1)
-    with pytest.raises(NotImplementedError, match="episodes"):
-        SeedBatch(SAC, seeds=[0, 1], train_freq=(1, "episode"))
+    with pytest.raises(NotImplementedError, match="TD3 with K > 1 seeds does not support train_freq in episodes"):
+        SeedBatch(TD3, seeds=[0, 1], train_freq=(1, "episode"))
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
     with pytest.raises(ValueError, match="normalize=True with a list"):

@@ -269,11 +269,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
 
     def _check_seed_batchable(self) -> None:
         unsupported = {
-            "train_freq in episodes (seeds end episodes at different steps)": isinstance(self.train_freq, TrainFreq)
-            and self.train_freq.unit == TrainFrequencyUnit.EPISODE,
             "replay_buffer_class": self.replay_buffer_class is not None,
             "optimize_memory_usage": self.optimize_memory_usage,
-            "n_steps > 1": self.n_steps > 1,
             "use_sde": self.use_sde,
         }
         unknown = sorted(set(self.replay_buffer_kwargs) - {"handle_timeout_termination"})
@@ -284,6 +281,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             raise NotImplementedError(
                 f"{type(self).__name__} with K > 1 seeds does not support {', '.join(bad)} yet (K = 1 does)."
             )
+
+    def _seeds_sit_out(self) -> bool:
+        # train_freq in episodes: each seed updates when its own episodes complete a cycle, the others sit out
+        return isinstance(self.train_freq, TrainFreq) and self.train_freq.unit == TrainFrequencyUnit.EPISODE
 
     def _setup_member(self, member: BaseAlgorithm) -> None:
         # the K-seed model stores the transitions: the member builds its networks with a 1-slot placeholder buffer
@@ -299,6 +300,11 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 f"{type(self).__name__} with K > 1 seeds supports vector (Box) observations only yet, got {space} "
                 "(K = 1 supports every space)."
             )
+        assert self._seed_state is not None
+        if self.n_steps > 1 and any(vn is not None for vn in self._seed_state.normalizers):
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
+            )
         self._setup_lr_schedule()
         self._convert_train_freq()
         self._stack_members()
@@ -310,9 +316,14 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self.n_envs,
             self.device,
             handle_timeout_termination=self.replay_buffer_kwargs.get("handle_timeout_termination", True),
+            n_steps=self.n_steps,
+            gamma=self.gamma,
         )
         self._lean_obs = True
         self._mode_matters = _train_mode_matters(self.policy)
+        if self._seeds_sit_out():  # each seed its own cycle and update count
+            self._n_updates = np.zeros(self.n_seeds, dtype=np.int64)
+            self._seed_cycles = np.zeros((2, self.n_seeds), dtype=np.int64)  # steps, episodes of each seed's cycle
 
     def _setup_model(self) -> None:
         if self._seed_state is not None:
@@ -685,10 +696,77 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     # K > 1 seeds: lockstep collection into one storage (K = 1 never comes here)
     # ------------------------------------------------------------------
 
+    def _run_seed_episode_cycles(self) -> None:
+        """``train_freq`` in episodes: lockstep env steps; each seed's cycle ends when its own episodes reach the
+        frequency, and then that seed (alone, or with the seeds whose cycles end on the same step) runs its
+        updates, as its separate run does, while the others sit out."""
+        state = self._seed_state
+        assert state is not None and isinstance(self.train_freq, TrainFreq)
+        single_cycle = self.fit_context is not None and self.fit_context.single_cycle
+        cycles, collected = self._seed_cycles, 0
+        while True:
+            episodes_before = np.array(state.episode_nums)
+            live = np.array([i not in self.failed for i in range(self.n_seeds)])
+            _, stop = self._collect_seed_steps(1)
+            if stop:
+                self._stop_requested = True
+                return None
+            cycles[0] += live
+            cycles[1] += np.array(state.episode_nums) - episodes_before
+            ended = live & (cycles[1] >= self.train_freq.frequency)
+            if ended.any():
+                if self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle):
+                    steps = (
+                        cycles[0] * self.n_envs
+                        if self.gradient_steps < 0
+                        else np.full(self.n_seeds, self.gradient_steps)
+                    )
+                    for gradient_steps in np.unique(steps[ended]):
+                        if gradient_steps > 0:
+                            self._train_seeds(ended & (steps == gradient_steps), int(gradient_steps))
+                cycles[:, ended] = 0
+                self._end_cycle()
+            collected += self.n_envs
+            if self._stop_requested or self._should_end_training_step(collected):
+                return None
+
+    def _train_seeds(self, taking: np.ndarray, gradient_steps: int) -> None:
+        """``train(gradient_steps)`` for the seeds where ``taking`` is True; the others sit out: they draw nothing
+        from their random streams, their optimisers do not step (per-seed optimisers), their parameters, targets
+        and update counts are as before."""
+        state = self._seed_state
+        assert state is not None and state.generators is not None
+        mask = th.as_tensor(taking, device=self.device)
+        generators, saved = state.generators, list(state.generators)
+        for i in np.flatnonzero(~taking):
+            generators[i] = None  # type: ignore[call-overload]
+        snapshot = [link.stacked.detach().clone() for link in state.links]
+        n_updates = np.array(self._n_updates)
+        optimizers = list(self._optimizers_to_save().values())
+        state.update_mask = mask
+        for optimizer in optimizers:
+            optimizer.active = mask  # type: ignore[attr-defined]
+        try:
+            self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+        finally:
+            generators[:] = saved
+            state.update_mask = None
+            for optimizer in optimizers:
+                optimizer.active = None  # type: ignore[attr-defined]
+            self._n_updates = np.where(taking, self._n_updates, n_updates)
+            k = self.n_seeds
+            with th.no_grad():
+                for link, value in zip(state.links, snapshot):
+                    for i in np.flatnonzero(~taking):
+                        link.stacked.view(k, -1)[i].copy_(value.view(k, -1)[i])
+        self._restore_failed()
+
     def _run_seed_cycles(self) -> None:
         """Collect/update cycles of K seeds (``train_freq`` lockstep env steps, then ``gradient_steps`` updates)
         until ``min_env_steps_per_training_step`` env steps, the budget, a stop or a step boundary."""
         assert isinstance(self.train_freq, TrainFreq)
+        if self.train_freq.unit == TrainFrequencyUnit.EPISODE:
+            return self._run_seed_episode_cycles()
         single_cycle = self.fit_context is not None and self.fit_context.single_cycle
         collected = 0
         while True:
@@ -776,6 +854,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         next_original = original_obs.copy()  # type: ignore[union-attr]
         rewards = np.zeros((k, self.n_envs), dtype=np.float32)
         dones = np.zeros((k, self.n_envs), dtype=np.float32)
+        timeouts = np.zeros((k, self.n_envs), dtype=np.float32)
         if isinstance(self.action_space, spaces.Box):
             finite = np.isfinite(buffer_actions.reshape(k, -1)).all(1)
             if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
@@ -803,8 +882,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                         next_obs[i, j] = (
                             vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
                         )
-                    if storage.handle_timeout_termination and infos[j].get("TimeLimit.truncated", False):
-                        dones[i, j] = 0.0  # a timeout is not a terminal state
+                    if infos[j].get("TimeLimit.truncated", False):
+                        timeouts[i, j] = 1.0
+                        if storage.handle_timeout_termination:
+                            dones[i, j] = 0.0  # a timeout is not a terminal state
                     if noise is not None:
                         noise.reset(**({"indices": [int(j)]} if self.n_envs > 1 else {}))
             stepped.append((i, infos, done_i))
@@ -821,7 +902,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 state.episode_nums[i] += 1
                 if self._log_interval and state.episode_nums[i] % self._log_interval == 0:
                     self._dump_seed(i)
-        storage.add(original_obs, next_obs, buffer_actions, rewards, dones)  # type: ignore[arg-type]
+        storage.add(original_obs, next_obs, buffer_actions, rewards, dones, timeouts)  # type: ignore[arg-type]
         self._last_obs = new_obs
         if self._last_original_obs is not None:
             self._last_original_obs = next_original
@@ -857,6 +938,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         data = buffer.sample(batch_size, state.generators)
         if not any(vn is not None for vn in state.normalizers):
             return data
+        if self.n_steps > 1:
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
+            )
         obs, next_obs = data.observations.cpu().numpy(), data.next_observations.cpu().numpy()
         rewards = data.rewards.cpu().numpy()
         for i, vn in enumerate(state.normalizers):
@@ -981,6 +1066,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if reset_num_timesteps:  # a fresh count starts a fresh cycle
             self._cycle_open, self._cycle_steps, self._cycle_episodes = False, 0, 0
         if self._seed_state is not None:
+            if reset_num_timesteps and self._seeds_sit_out() and self.policy_ready:
+                self._seed_cycles[:] = 0
             if self.n_envs > 1:
                 for member in self.members:
                     noise = member.action_noise  # type: ignore[attr-defined]

@@ -22,6 +22,7 @@ from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
 from lit_sb3.core.types import Schedule
+from lit_sb3.optim import build_optimizer
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import Actor, CnnPolicy, ContinuousCritic, MlpPolicy, MultiInputPolicy, SACPolicy
 from lit_sb3.policies.seed_stack import ParamLink, masked_seed_sum, seed_mean, seed_mse
@@ -191,7 +192,9 @@ class SAC(OffPolicyAlgorithm):
         if isinstance(self.ent_coef, str) and self.ent_coef.startswith("auto"):
             init_value = float(self.ent_coef.split("_", 1)[1]) if "_" in self.ent_coef else 1.0
             self.log_ent_coef = nn.Parameter(th.log(th.ones(self.n_seeds, device=self.device) * init_value))
-            self.ent_coef_optimizer = th.optim.Adam([self.log_ent_coef], lr=self.lr_schedule(1), fused=True)
+            self.ent_coef_optimizer = build_optimizer(
+                th.optim.Adam, [self.log_ent_coef], self.lr_schedule(1), {}, self.n_seeds, self._seeds_sit_out()
+            )
             if self._seed_state is not None:
                 members = self._seed_state.members
                 self._seed_state.links.append(ParamLink(self.log_ent_coef, [m.log_ent_coef for m in members]))

@@ -61,14 +61,16 @@ class _SeedState:
         self.ep_info_buffers: list[deque] = []
         self.ep_success_buffers: list[deque] = []
         self.episode_nums = [0] * len(seeds)
-        # key -> (value: [K] tensor/list or one value for every seed, env step, record sequence number)
-        self.log_buffer: dict[str, tuple[Any, int, int]] = {}
+        # key -> (value: [K] tensor/list or one value for every seed, env step, per-seed record sequence numbers)
+        self.log_buffer: dict[str, tuple[Any, int, np.ndarray]] = {}
         self.record_seq = 0
         self.dumped_seq = [0] * len(seeds)
         self.nonfinite: dict[str, th.Tensor] = {}
         self.generators: list[th.Generator] | None = None
         # seed i's numpy stream: the global one its separate run seeds with np.random.seed(seed) (epsilon-greedy)
         self.np_rngs = [np.random.RandomState(seed) for seed in seeds]
+        # during an update that only some seeds take (their own schedules): [K] bool of those seeds
+        self.update_mask: th.Tensor | None = None
         self.built = False
 
 
@@ -201,9 +203,13 @@ class SeedDimensionMixin:
         stacked, links = stack_module(policies)
         self.policy = stacked.to(device)  # type: ignore[attr-defined]
         state.links = links
-        self._restack_optimizers(policies[0], stacked)
+        self._restack_optimizers(policies[0], stacked, self._seeds_sit_out())
         self._set_seed_generators(state.generators)
         state.built = True
+
+    def _seeds_sit_out(self) -> bool:
+        """Hook: whether a live seed can sit out an update (its own update schedule): per-seed optimisers."""
+        return False
 
     def _set_seed_generators(self, generators: list[th.Generator] | None) -> None:
         """Give every action distribution of the policy the seeds' random streams."""
@@ -212,7 +218,7 @@ class SeedDimensionMixin:
             if distribution is not None and hasattr(distribution, "seed_generators"):
                 distribution.seed_generators = generators
 
-    def _restack_optimizers(self, single: th.nn.Module, stacked: th.nn.Module) -> None:
+    def _restack_optimizers(self, single: th.nn.Module, stacked: th.nn.Module, seeds_sit_out: bool = False) -> None:
         """Replace every optimiser of the stacked policy (copies of member 0's) by one of the same class and
         hyperparameters over the stacked parameters of the same names."""
         from lit_sb3.optim import build_optimizer
@@ -229,7 +235,14 @@ class SeedDimensionMixin:
                 params = [stacked_params[names[id(p)]] for p in group["params"]]
                 groups.append({**{k: v for k, v in group.items() if k != "params"}, "params": params})
             defaults = {k: v for k, v in optimizer.defaults.items() if k != "lr"}
-            module.optimizer = build_optimizer(type(optimizer), groups, optimizer.defaults["lr"], defaults)
+            module.optimizer = build_optimizer(
+                type(optimizer),
+                groups,
+                optimizer.defaults["lr"],
+                defaults,
+                self.n_seeds,
+                seeds_sit_out,  # type: ignore[attr-defined]
+            )
 
     # ------------------------------------------------------------------
     # Members
@@ -256,7 +269,8 @@ class SeedDimensionMixin:
         member.num_timesteps = self.num_timesteps  # type: ignore[attr-defined]
         member._total_timesteps = self._total_timesteps  # type: ignore[attr-defined]
         member._episode_num = state.episode_nums[i]
-        member._n_updates = self._n_updates  # type: ignore[attr-defined]
+        n_updates = self._n_updates  # type: ignore[attr-defined]
+        member._n_updates = int(n_updates[i]) if isinstance(n_updates, np.ndarray) else n_updates
         member._current_progress_remaining = self._current_progress_remaining  # type: ignore[attr-defined]
         return member
 
@@ -279,7 +293,9 @@ class SeedDimensionMixin:
                     if target is None:
                         continue
                     target.state[q] = {
-                        key: link.seed_slice(i, value).to(q.device).clone()
+                        key: value[i].reshape(()).clone()  # a per-seed optimiser's step counts
+                        if key == "step" and isinstance(value, th.Tensor) and value.dim() == 1
+                        else link.seed_slice(i, value).to(q.device).clone()
                         if isinstance(value, th.Tensor) and value.shape == p.shape
                         else value.clone()
                         if isinstance(value, th.Tensor)
@@ -302,13 +318,17 @@ class SeedDimensionMixin:
             state.frozen[int(i)] = [link.stacked.detach().clone() for link in state.links]
 
     def _active_mask(self) -> th.Tensor | None:
-        """``[K]`` bool of the live seeds (None when every seed is live: no masking work)."""
-        if not self.failed:  # type: ignore[attr-defined]
+        """``[K]`` bool of the seeds that take this update: live, and not sitting it out (None when every seed
+        takes it: no masking work)."""
+        state = self._seed_state
+        update = None if state is None else state.update_mask
+        if not self.failed and update is None:  # type: ignore[attr-defined]
             return None
         mask = th.ones(self.n_seeds, dtype=th.bool)  # type: ignore[attr-defined]
         for i in self.failed:  # type: ignore[attr-defined]
             mask[i] = False
-        return mask.to(self.device)  # type: ignore[attr-defined]
+        mask = mask.to(self.device)  # type: ignore[attr-defined]
+        return mask if update is None else mask & update
 
     def _restore_failed(self) -> None:
         """Undo any optimiser movement of the masked seeds (Adam moves a parameter even with a zero gradient)."""
@@ -445,7 +465,18 @@ class SeedDimensionMixin:
         if state is None:
             return super().record(key, value, exclude)  # type: ignore[misc]
         state.record_seq += 1
-        state.log_buffer[key] = (value, self.num_timesteps, state.record_seq)  # type: ignore[attr-defined]
+        k = len(state.members)
+        seqs = np.full(k, state.record_seq)
+        previous = state.log_buffer.get(key)
+        if state.update_mask is not None:
+            # an update some seeds sat out: they keep their last value (and its sequence number, so it is not resent)
+            taking = state.update_mask.cpu().numpy()
+            if previous is not None:
+                seqs = np.where(taking, seqs, previous[2])
+                value = [self._seed_value(value if t else previous[0], i) for i, t in enumerate(taking)]
+            else:
+                seqs = np.where(taking, seqs, 0)
+        state.log_buffer[key] = (value, self.num_timesteps, seqs)  # type: ignore[attr-defined]
 
     def _seed_value(self, value: Any, i: int) -> Any:
         k = self.n_seeds  # type: ignore[attr-defined]
@@ -467,8 +498,8 @@ class SeedDimensionMixin:
         last = state.dumped_seq[i]
         state.dumped_seq[i] = state.record_seq
         prefix = f"seed{i}/"
-        for key, (value, at, seq) in state.log_buffer.items():
-            if seq > last:
+        for key, (value, at, seqs) in state.log_buffer.items():
+            if seqs[i] > last:
                 self._log_buffer[prefix + key] = (self._seed_value(value, i), at, ())  # type: ignore[attr-defined]
         super().log_metrics({prefix + k: v for k, v in metrics.items()})  # type: ignore[misc]
 

@@ -137,6 +137,13 @@ class TD3(OffPolicyAlgorithm):
         self.target_policy_noise = target_policy_noise
         self.tensorboard_log = tensorboard_log
 
+    def _check_seed_batchable(self) -> None:
+        super()._check_seed_batchable()
+        if self._seeds_sit_out():  # the delayed updates count each seed's own updates: not per seed yet
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support train_freq in episodes yet (K = 1 does)."
+            )
+
     def _setup_model(self) -> None:
         super()._setup_model()
         self._create_aliases()

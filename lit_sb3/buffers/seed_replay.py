@@ -47,6 +47,8 @@ class SeedReplayBuffer:
         n_envs: sub-envs per seed.
         device: where the storage lives (the model's device: no host round trip when sampling).
         handle_timeout_termination: a timeout is not a terminal state.
+        n_steps: n-step returns (> 1: as :class:`~lit_sb3.buffers.nstep_replay.NStepReplayBuffer` computes them).
+        gamma: discount factor of the n-step returns.
     """
 
     def __init__(
@@ -58,8 +60,11 @@ class SeedReplayBuffer:
         n_envs: int,
         device: th.device,
         handle_timeout_termination: bool = True,
+        n_steps: int = 1,
+        gamma: float = 0.99,
     ) -> None:
         check_declared_buffer(buffer_size * n_seeds, observation_space, action_space)
+        self.n_steps, self.gamma = int(n_steps), float(gamma)
         self.n_seeds, self.n_envs = n_seeds, n_envs
         self.buffer_size = max(buffer_size // n_envs, 1)
         self.handle_timeout_termination = handle_timeout_termination
@@ -78,6 +83,7 @@ class SeedReplayBuffer:
 
     INITIAL_CAPACITY = 4096
     FIELDS = ("observations", "next_observations", "actions", "rewards", "dones")
+    _STORED = (*FIELDS, "timeouts")
 
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the storage for ``capacity`` slots, keeping what is stored."""
@@ -88,6 +94,7 @@ class SeedReplayBuffer:
             "actions": ((*lead, self._action_dim), self._action_dtype),
             "rewards": (lead, th.float32),
             "dones": (lead, th.float32),  # terminal (timeouts removed)
+            "timeouts": (lead, th.float32),  # episode ends by a time limit (they end n-step windows too)
         }
         for name, (shape, dtype) in shapes.items():
             new = th.zeros(shape, dtype=dtype, device=self.device)
@@ -99,10 +106,16 @@ class SeedReplayBuffer:
 
     def _refresh_views(self) -> None:
         cpu = self.device.type == "cpu"
-        self._np_views = [getattr(self, name).numpy() for name in self.FIELDS] if cpu else None
+        self._np_views = [getattr(self, name).numpy() for name in self._STORED] if cpu else None
 
     def add(
-        self, obs: np.ndarray, next_obs: np.ndarray, actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray
+        self,
+        obs: np.ndarray,
+        next_obs: np.ndarray,
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        timeouts: np.ndarray | None = None,
     ) -> None:
         """Write one step of every seed (``[K, n_envs, ...]`` arrays) at the current slot.
 
@@ -112,12 +125,13 @@ class SeedReplayBuffer:
             actions: actions (scaled to [-1, 1] for Box spaces).
             rewards: rewards.
             dones: terminal flags, 1 only for true terminations (not timeouts).
+            timeouts: episode ends by a time limit (None: none).
         """
         pos = self.pos
         if pos == self.capacity:
             self._allocate(min(self.buffer_size, 2 * self.capacity))
-        fields = [self.observations, self.next_observations, self.actions, self.rewards, self.dones]
-        values = [obs, next_obs, actions, rewards, dones]
+        fields = [getattr(self, name) for name in self._STORED]
+        values = [obs, next_obs, actions, rewards, dones, np.zeros_like(dones) if timeouts is None else timeouts]
         if self.pack_transfers:
             # one host->device copy for the K transitions (float32 is exact for the stored actions and flags)
             k, n = self.n_seeds, self.n_envs
@@ -137,7 +151,7 @@ class SeedReplayBuffer:
 
     def to(self, device: th.device) -> None:
         """Move the storage to ``device``."""
-        for name in (*self.FIELDS, "_seed_index"):
+        for name in (*self._STORED, "_seed_index"):
             setattr(self, name, getattr(self, name).to(device))
         self.device = device
         self.pack_transfers = device.type != "cpu" and self._obs_dtype == th.float32
@@ -159,23 +173,50 @@ class SeedReplayBuffer:
         k, upper = self.n_seeds, self.size()
         if upper == 0:
             raise RuntimeError("the replay storage is empty: collect transitions before sampling.")
-        device = generators[0].device
+        device = next(g for g in generators if g is not None).device
         slots = seed_randint(upper, (batch_size,), generators, device).to(self.device)
         if self.n_envs > 1:
             envs = seed_randint(self.n_envs, (batch_size,), generators, device).to(self.device)
-            flat = slots * self.n_envs + envs
         else:
-            flat = slots
+            envs = th.zeros_like(slots)
+        flat = slots * self.n_envs + envs
         # one index into the flattened [K * capacity * n_envs] storage: index_select is cheaper than 2-d indexing
-        index = (flat + self._seed_index * (self.capacity * self.n_envs)).reshape(-1)
+        offset = self._seed_index * (self.capacity * self.n_envs)
+        index = (flat + offset).reshape(-1)
 
-        def take(tensor: th.Tensor) -> th.Tensor:
-            return tensor.flatten(0, 2).index_select(0, index).view(k, batch_size, *tensor.shape[3:])
+        def take(tensor: th.Tensor, at: th.Tensor = index) -> th.Tensor:
+            return tensor.flatten(0, 2).index_select(0, at).view(k, -1, *tensor.shape[3:])
 
+        if self.n_steps == 1:
+            return SeedReplaySamples(
+                observations=take(self.observations),
+                actions=take(self.actions),
+                next_observations=take(self.next_observations),
+                dones=take(self.dones).unsqueeze(-1),
+                rewards=take(self.rewards).unsqueeze(-1),
+            )
+        # n-step returns (NStepReplayBuffer's rule): the window of k <= n_steps transitions stops at the first
+        # termination or timeout and at the newest transition; reward sum_j gamma^j r_{i+j}, discount gamma^k
+        steps = th.arange(self.n_steps, device=self.device)
+        window = (slots.unsqueeze(-1) + steps) % self.buffer_size  # [K, B, n]
+        # (slots past the newest are never used; clamped so that a growing storage is not read past its capacity)
+        seq = window.clamp(max=self.capacity - 1) * self.n_envs + envs.unsqueeze(-1)
+        seq_index = (seq + offset.unsqueeze(-1)).reshape(-1)
+        rewards_seq = take(self.rewards, seq_index).view(k, batch_size, self.n_steps)
+        ends = (take(self.dones, seq_index) > 0) | (take(self.timeouts, seq_index) > 0)
+        stop = ends.view(k, batch_size, self.n_steps) | (window == (self.pos - 1) % self.buffer_size)
+        first_stop = stop.to(th.uint8).argmax(dim=-1)
+        last_step = th.where(stop.any(dim=-1), first_stop, th.full_like(first_stop, self.n_steps - 1))  # [K, B]
+        mask = steps <= last_step.unsqueeze(-1)
+        step_discounts = th.pow(self.gamma, steps.to(th.float64)).to(th.float32)
+        returns = (rewards_seq * step_discounts * mask).sum(dim=-1, keepdim=True)
+        discounts = th.pow(self.gamma, (last_step + 1).to(th.float64)).to(th.float32).unsqueeze(-1)
+        last = (((slots + last_step) % self.buffer_size) * self.n_envs + envs + offset).reshape(-1)
         return SeedReplaySamples(
             observations=take(self.observations),
             actions=take(self.actions),
-            next_observations=take(self.next_observations),
-            dones=take(self.dones).unsqueeze(-1),
-            rewards=take(self.rewards).unsqueeze(-1),
+            next_observations=take(self.next_observations, last),
+            dones=take(self.dones, last).unsqueeze(-1),
+            rewards=returns,
+            discounts=discounts,
         )

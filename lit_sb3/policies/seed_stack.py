@@ -324,11 +324,19 @@ def seed_randn_like(x: th.Tensor, generators: Sequence[th.Generator] | None = No
 
     Args:
         x: the tensor whose shape, dtype and device the noise takes.
-        generators: one generator per seed (on ``x``'s device), or None.
+        generators: one generator per seed (on ``x``'s device; a None entry: a seed sitting out, zeros), or None.
     """
     if generators is None:
         return th.randn_like(x)
-    return th.stack([th.randn(x.shape[1:], generator=g, dtype=x.dtype, device=x.device) for g in generators])
+    shape = x.shape[1:]
+    return th.stack(
+        [
+            th.randn(shape, generator=g, dtype=x.dtype, device=x.device)
+            if g is not None
+            else th.zeros(shape, dtype=x.dtype, device=x.device)
+            for g in generators
+        ]
+    )
 
 
 def seed_randint(
@@ -340,10 +348,17 @@ def seed_randint(
     Args:
         high: upper bound (excluded).
         size: shape of one seed's draw.
-        generators: one generator per seed, or None.
+        generators: one generator per seed (a None entry: a seed sitting out, ``low``), or None.
         device: where the draw is made.
         low: lower bound.
     """
     if generators is None:
         return th.randint(low, high, size, device=device)
-    return th.stack([th.randint(low, high, size, generator=g, device=device) for g in generators])
+    return th.stack(
+        [
+            th.randint(low, high, size, generator=g, device=device)
+            if g is not None
+            else th.full(size, low, dtype=th.long, device=device)
+            for g in generators
+        ]
+    )
