@@ -179,7 +179,7 @@ class A2C(OnPolicyAlgorithm):
 
         explained_var = self._explained_variance()
         self._count_updates(running)
-        self.record("train/n_updates", self._seed_n_updates())
+        self.record("train/n_updates", self._n_updates)
         self.record("train/explained_variance", explained_var)
         self.record("train/entropy_loss", self._seed_metric(entropy_loss.detach()))
         self.record("train/policy_loss", self._seed_metric(policy_loss.detach()))

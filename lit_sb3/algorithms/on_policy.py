@@ -24,7 +24,6 @@ from lit_sb3.buffers.rollout import DictRolloutBuffer, RolloutBuffer
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.preprocessing import is_image_space
 from lit_sb3.core.types import Schedule
-from lit_sb3.optim import PerSeedOptimizer
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.policies.seed_stack import clip_grad_norm_per_seed
 from lit_sb3.utils.math import explained_variance, safe_mean
@@ -190,12 +189,13 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         self.rollout_buffer_class = rollout_buffer_class
         self.rollout_buffer_kwargs = rollout_buffer_kwargs or {}
         self._iteration = 0
-        # K > 1: each seed's update count (a seed stopped by target_kl counts as its separate run)
-        self._seed_updates: th.Tensor | None = None
 
     # ------------------------------------------------------------------
     # Set-up
     # ------------------------------------------------------------------
+
+    def _seeds_sit_out(self) -> bool:
+        return True  # a seed stops alone on target_kl (or a non-finite loss): per-seed optimiser steps
 
     def _check_seed_batchable(self) -> None:
         unsupported = {
@@ -220,11 +220,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             )
         self._setup_lr_schedule()
         self._stack_members()
-        policy = self.policy
-        policy.n_seeds = self.n_seeds
-        policy.optimizer = policy.make_optimizer(
-            policy.parameters(), self.lr_schedule(1), n_seeds=self.n_seeds, seeds_sit_out=True
-        )
+        self.policy.n_seeds = self.n_seeds
         self.rollout_buffer = self._default_rollout_buffer_class()(
             self.n_steps,
             self.observation_space,
@@ -454,23 +450,18 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         return th.ones(self.n_seeds, dtype=th.bool, device=self.device) if mask is None else mask
 
     def _count_updates(self, took_part: th.Tensor | None) -> None:
-        """Count one update (SB3's ``_n_updates``): K > 1 for the seeds in ``took_part`` only (a seed stopped by
-        ``target_kl`` counts as its separate run does).
+        """Count one update (SB3's ``_n_updates``); K > 1: ``_n_updates`` is each seed's count (``[K]`` integers,
+        what ``member(i)`` gets), and only the seeds in ``took_part`` count (a seed stopped by ``target_kl`` counts
+        as its separate run does).
 
         Args:
             took_part: ``[K]`` bool (None at K = 1).
         """
-        self._n_updates += 1
-        if took_part is not None:
-            if self._seed_updates is None:
-                self._seed_updates = th.zeros(self.n_seeds, dtype=th.long, device=took_part.device)
-            self._seed_updates += took_part.long()
-
-    def _seed_n_updates(self) -> int | th.Tensor:
-        """``train/n_updates``: the count (K = 1) or each seed's (``[K]``)."""
-        if self.n_seeds == 1 or self._seed_updates is None:
-            return self._n_updates
-        return self._seed_updates
+        if took_part is None:
+            self._n_updates += 1
+            return
+        counts = self._n_updates if isinstance(self._n_updates, np.ndarray) else np.zeros(self.n_seeds, dtype=np.int64)
+        self._n_updates = counts + took_part.cpu().numpy().astype(np.int64)
 
     def _seed_metric(self, value: th.Tensor) -> th.Tensor:
         """A per-seed value ``[K]`` as recorded: K = 1 the single run's 0-d tensor."""
@@ -624,34 +615,6 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             values = self.policy.predict_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
         for i, j in where:
             rewards[i, j] += self.gamma * float(values[i, j, 0])
-
-    def member(self, i: int) -> BaseAlgorithm:
-        model = super().member(i)
-        if self._seed_state is not None and self._seed_updates is not None:
-            model._n_updates = int(self._seed_updates[i])  # its own count (target_kl stops are per seed)
-        return model
-
-    def _write_member_optimizers(self, i: int, member: BaseAlgorithm) -> None:
-        """Seed i's moments (through the links, as every family) and its own step count: the per-seed optimiser
-        keeps one count per seed where torch's keeps a scalar."""
-        super()._write_member_optimizers(i, member)
-        optimizer = self.policy.optimizer
-        if not isinstance(optimizer, PerSeedOptimizer):
-            return
-        state = self._seed_state
-        assert state is not None and isinstance(member, OnPolicyAlgorithm)
-        target = member.policy.optimizer
-        fused = bool(target.defaults.get("fused"))
-        for link in state.links:
-            stacked_state = optimizer.state.get(link.stacked)  # type: ignore[call-overload]
-            q = link.member_tensors[i]
-            if not stacked_state:
-                continue
-            step = float(stacked_state["step"][i])
-            if step == 0:  # the seed never stepped (failed before its first update): no state, as its run
-                target.state.pop(q, None)
-                continue
-            target.state[q]["step"] = th.tensor(step, dtype=th.float32, device=q.device if fused else "cpu")
 
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         """Seed index i's counters, episode statistics and last observations into member i."""

@@ -292,7 +292,7 @@ class PPO(OnPolicyAlgorithm):
         self.record("train/explained_variance", self._explained_variance())
         if hasattr(self.policy, "log_std"):
             self.record("train/std", self._policy_std())
-        self.record("train/n_updates", self._seed_n_updates())
+        self.record("train/n_updates", self._n_updates)
         self.record("train/clip_range", clip_range)
         if clip_range_vf is not None:
             self.record("train/clip_range_vf", clip_range_vf)

@@ -325,7 +325,7 @@ class TRPO(OnPolicyAlgorithm):
         self.record("train/is_line_search_success", float(success) if K == 1 else [float(x) for x in success])
         if hasattr(self.policy, "log_std"):
             self.record("train/std", self._policy_std())
-        self.record("train/n_updates", self._seed_n_updates(), exclude="tensorboard")
+        self.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
     def _critic_average(self, value_losses: list[th.Tensor]) -> th.Tensor | float:
         """K > 1: each seed's mean value loss over the critic's minibatches."""
