@@ -119,8 +119,7 @@ def _worker(args: argparse.Namespace) -> None:
         model = cls("MlpPolicy", venv, seed=seeds[0], device=args.device, **kwargs)
         fit = lambda: model.learn(steps)  # noqa: E731
     else:
-        from lit_sb3 import RLEnvDataModule, RLTrainer
-        from lit_sb3.algorithms.seed_batch import SeedBatch
+        from lit_sb3 import RLEnvDataModule, RLTrainer, SeedBatch
         from lit_sb3.vec_env import make_vec_env
 
         cls = _classes()[args.algo]
@@ -312,8 +311,7 @@ def _batched_run(algo: str, seeds: list[int], timesteps: int, episodes: int) -> 
 
     th.set_num_threads(1)
     _quiet()
-    from lit_sb3 import RLEnvDataModule, RLTrainer
-    from lit_sb3.algorithms.seed_batch import SeedBatch
+    from lit_sb3 import RLEnvDataModule, RLTrainer, SeedBatch
     from lit_sb3.vec_env import make_vec_env
 
     env_id, n_envs, kwargs, _ = EQUIVALENCE[algo]
@@ -391,8 +389,7 @@ OFF_POLICY = ("dqn", "sac", "td3")
 def _filled_batch(algo: str, k: int) -> Any:
     """A K-seed batch (K = 1: the single-seed class) after a short fit (its replay storage holds enough transitions
     for a minibatch)."""
-    from lit_sb3 import RLEnvDataModule, RLTrainer
-    from lit_sb3.algorithms.seed_batch import SeedBatch
+    from lit_sb3 import RLEnvDataModule, RLTrainer, SeedBatch
     from lit_sb3.vec_env import make_vec_env
 
     env_id, kwargs, _ = THROUGHPUT[algo]
@@ -449,7 +446,7 @@ def compile_update(args: argparse.Namespace) -> dict[str, Any]:
     table: dict[str, Any] = {}
     for algo in args.algos:
         eager, compiled = _filled_batch(algo, args.k), _filled_batch(algo, args.k)
-        for module in compiled.children():  # the stacked networks (the members are not submodules)
+        for module in compiled.policy.modules():  # the stacked networks (the members are not submodules)
             if isinstance(module, nn.Sequential):
                 module.forward = th.compile(module.forward)
         start = time.time()

@@ -1,8 +1,8 @@
 """How to stack K seeds' networks: one SAC update (entropy coefficient, critics, actor, target critics) for K
 seeds, three ways, on one torch thread (see docs/seed_batching.md):
 
-* ``bmm``: the seeds' MLPs stacked into EnsembleLinear layers (one ``baddbmm`` per layer), as
-  ``lit_sb3.algorithms.seed_batch`` does (``SeedBatchSAC.train``, minibatch sampling included);
+* ``bmm``: the seeds' MLPs stacked into EnsembleLinear layers (one ``baddbmm`` per layer), as a K-seed ``SAC`` does
+  (``SeedBatch(SAC, seeds=[...])``: ``SAC.train``, minibatch sampling included);
 * ``vmap``: ``torch.func.stack_module_state`` + ``vmap(functional_call(...))`` of the single-seed actor and
   critic modules, per-seed losses summed, one fused Adam step over the stacked parameters;
 * ``loop``: K single-seed ``SAC.train`` calls (what K separate processes compute, without process overhead).
@@ -26,8 +26,7 @@ import numpy as np
 import torch as th
 from torch.func import functional_call, stack_module_state, vmap
 
-from lit_sb3 import SAC
-from lit_sb3.algorithms.seed_batch import SeedBatch
+from lit_sb3 import SAC, SeedBatch
 from lit_sb3.vec_env import make_vec_env
 
 
@@ -35,7 +34,7 @@ def _fill(batch, n: int) -> None:
     rng = np.random.default_rng(0)
     k = batch.n_seeds
     for _ in range(n):
-        batch.storage.add(
+        batch.replay_buffer.add(
             rng.normal(size=(k, 1, 3)).astype(np.float32),
             rng.normal(size=(k, 1, 3)).astype(np.float32),
             rng.uniform(-1, 1, size=(k, 1, 1)).astype(np.float32),
@@ -176,7 +175,7 @@ def main() -> None:
 
     def run_vmap() -> None:
         for _ in range(args.updates):
-            vm.update(batch._sample(b))
+            vm.update(batch._sample_replay(b))
 
     def run_loop() -> None:
         for _ in range(args.updates):

@@ -287,7 +287,7 @@ def test_tune_trains_the_seeds_of_a_trial_as_one_batch(in_tmp_path: Path, mlflow
 #: is not batched yet: when it is, use what the library still refuses), or the suite does (config callbacks)
 REFUSED = {
     "library": ({"use_sde": "True"}, "use_sde"),  # the library's own words around it
-    "algorithm": ({}, "TRPO"),  # no K-seed TRPO yet: when there is one, use an algorithm the library still refuses
+    "algorithm": ({}, "ARS"),  # no K-seed ARS yet: when there is one, use an algorithm the library still refuses
     "suite": ({"callback": "[{'lit_sb3.callbacks.StopTrainingOnMaxEpisodes': {'max_episodes': 1000}}]"},
               f"sac on {NAN_SEED}: the config's callbacks run on one model per seed"),
 }  # fmt: skip
@@ -308,8 +308,8 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed_through_the_same_path(
     monkeypatch.setattr(runner, "_train", lambda seeds, *args: calls.append(len(seeds)) or train(seeds, *args))
     uri = _store(in_tmp_path, mlflow_template)
     if who == "algorithm":
-        algo, env, overrides = "trpo", "CartPole-v1", {"n_envs": "1", "n_steps": "64", "batch_size": "64",
-                                                       "policy_kwargs": "dict(net_arch=[16])"}  # fmt: skip
+        algo, env, overrides = "ars", "CartPole-v1", {"n_delta": "1", "n_top": "1",
+                                                      "policy_kwargs": "dict(net_arch=[16])"}  # fmt: skip
     else:
         algo, env, overrides = "sac", NAN_SEED, {"learning_starts": "50", "buffer_size": "1000", "batch_size": "32",
                                                  "policy_kwargs": "dict(net_arch=[16])", "env_kwargs": "dict(nan_seed=-1)"}  # fmt: skip

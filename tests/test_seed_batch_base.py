@@ -1,4 +1,5 @@
-"""The seed-batch base: stacking, per-seed gradient clipping, per-seed optimisers, metric routing."""
+"""The seed mechanism: stacking (lit_sb3.policies.seed_stack), per-seed reductions and gradient clipping,
+optimisers (lit_sb3.optim), metric routing (lit_sb3.loggers), the seed API of every model and SeedBatch."""
 
 from __future__ import annotations
 
@@ -6,11 +7,16 @@ import pytest
 import torch as th
 from torch import nn
 
-from lit_sb3.algorithms.seed_batch import (
-    PerSeedAdam,
-    PerSeedRMSprop,
-    SeedRoutingLogger,
+from lit_sb3.loggers import SeedRoutingLogger
+from lit_sb3.optim import PerSeedAdam, PerSeedRMSprop, build_optimizer
+from lit_sb3.policies.seed_stack import (
+    SeedFolded,
     clip_grad_norm_per_seed,
+    masked_seed_sum,
+    seed_mean,
+    seed_mse,
+    seed_smooth_l1,
+    stack_module,
     stack_sequential,
 )
 from lit_sb3.policies.torch_layers import EnsembleLinear
@@ -137,10 +143,10 @@ def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch
     import numpy as np
     from gymnasium import spaces
 
-    from lit_sb3.algorithms.seed_batch import SeedReplayStorage
+    from lit_sb3.buffers.seed_replay import SeedReplayBuffer
 
-    monkeypatch.setattr(SeedReplayStorage, "INITIAL_CAPACITY", 3)
-    storage = SeedReplayStorage(2, 10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), 1, th.device("cpu"))
+    monkeypatch.setattr(SeedReplayBuffer, "INITIAL_CAPACITY", 3)
+    storage = SeedReplayBuffer(2, 10, spaces.Box(-1, 1, (3,)), spaces.Box(-1, 1, (1,)), 1, th.device("cpu"))
     assert storage.capacity == 3 and not storage.pack_transfers
     storage.pack_transfers = pack  # the device path (one packed host->device copy per step), run on the CPU
     for t in range(25):  # seed 1 stores -t, seed 0 stores t
@@ -155,8 +161,139 @@ def test_seed_replay_storage_grows_wraps_and_samples_each_seed_apart(monkeypatch
         assert storage.capacity == min(10, max(3, 3 * 2 ** int(np.ceil(np.log2(max(t + 1, 3) / 3)))))
     assert storage.full and storage.pos == 5
     assert storage.rewards[0, :, 0].tolist() == [20, 21, 22, 23, 24, 15, 16, 17, 18, 19]
-    data = storage.sample(64, th.Generator().manual_seed(0))
+    generators = [th.Generator().manual_seed(0), th.Generator().manual_seed(0)]
+    data = storage.sample(64, generators)
     assert data.observations.shape == (2, 64, 3) and data.rewards.shape == (2, 64, 1)
     assert (data.rewards[0] >= 15).all() and (data.rewards[1] <= -15).all()  # each seed samples its own slice
     th.testing.assert_close(data.next_observations[..., 0], data.observations[..., 0] + 1)
-    assert not th.equal(data.rewards[0], -data.rewards[1])  # independent indices per seed
+    assert th.equal(data.rewards[0], -data.rewards[1])  # each seed draws from its own stream (here: equal ones)
+    th.manual_seed(1)
+    expected = th.randint(0, 10, (64,))  # what a single-seed ReplayBuffer draws from the global generator
+    data = storage.sample(64, [th.Generator().manual_seed(1), th.Generator().manual_seed(2)])
+    assert th.equal(data.observations[0, :, 0], storage.observations[0, expected, 0, 0])
+    assert not th.equal(data.rewards[0], -data.rewards[1])
+
+
+class _Net(nn.Module):
+    """A module of the kind a policy is: a Flatten extractor, an MLP and an ensemble head, concatenating on -1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.body = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+        self.head = nn.Sequential(EnsembleLinear(2, 5, 3), nn.Tanh(), EnsembleLinear(2, 3, 1))
+
+    def forward(self, x: th.Tensor, a: th.Tensor) -> th.Tensor:
+        features = th.cat([self.body(self.flatten(x)), a], dim=-1)  # [..., B, 5]
+        if features.dim() == 2:
+            return self.head(features)  # [2, B, 1]
+        k = features.shape[0]
+        stacked = features.unsqueeze(1).expand(k, 2, *features.shape[1:]).reshape(k * 2, *features.shape[1:])
+        return self.head(stacked).view(k, 2, -1, 1)
+
+
+def test_stack_module_stacks_a_module_tree_seed_major_and_folds_flatten():
+    nets = []
+    for seed in range(3):
+        th.manual_seed(seed)
+        nets.append(_Net())
+    stacked, links = stack_module(nets)
+    assert type(stacked) is _Net and isinstance(stacked.flatten, SeedFolded)
+    assert stacked.head[0].n_members == 6 and stacked.body[0].n_members == 3
+    x, a = th.randn(3, 7, 2, 3), th.randn(3, 7, 1)
+    y = stacked(x, a)
+    for i, net in enumerate(nets):
+        th.testing.assert_close(y[i], net(x[i], a[i]))  # bmm against mm: reassociation, default tolerance
+    assert len(links) == 8  # weight and bias of 2 Linear + 2 EnsembleLinear
+    with pytest.raises(NotImplementedError, match="LayerNorm"):
+        stack_module([nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2)) for _ in range(2)])
+    with pytest.raises(ValueError, match="K >= 2"):
+        stack_module(nets[:1])
+
+
+def test_per_seed_reductions_dispatch_to_the_single_seed_kernels_at_k1():
+    x, t = th.randn(33, 3), th.randn(33, 3)  # K=1: the single-seed tensors, no seed dimension
+    assert th.equal(seed_mean(x, 1), x.mean())
+    assert th.equal(seed_mse(x, t, 1), th.nn.functional.mse_loss(x, t))
+    assert th.equal(seed_smooth_l1(x, t, 1), th.nn.functional.smooth_l1_loss(x, t))
+    assert masked_seed_sum(x.mean()) is not None and th.equal(masked_seed_sum(x.mean()), x.mean())
+    xs, ts = th.randn(4, 9, 2), th.randn(4, 9, 2)
+    th.testing.assert_close(seed_mean(xs, 4), th.stack([v.mean() for v in xs]))
+    th.testing.assert_close(seed_mse(xs, ts, 4), th.stack([th.nn.functional.mse_loss(u, v) for u, v in zip(xs, ts)]))
+    th.testing.assert_close(
+        seed_smooth_l1(xs, ts, 4), th.stack([th.nn.functional.smooth_l1_loss(u, v) for u, v in zip(xs, ts)])
+    )
+    losses = th.tensor([1.0, float("nan"), 2.0], requires_grad=True)
+    total = masked_seed_sum(losses, th.tensor([True, False, True]))
+    total.backward()
+    assert float(total.detach()) == 3.0 and losses.grad.tolist() == [1.0, 0.0, 1.0]  # the NaN seed reaches nothing
+
+
+def test_clip_grad_norm_per_seed_is_torchs_at_k1():
+    mlps = [_mlps(1)[0] for _ in range(2)]  # two copies of one network
+    for mlp in mlps:
+        (mlp(th.ones(4, 3)) * 10).sum().backward()
+    norm = clip_grad_norm_per_seed(list(mlps[0].parameters()), 0.5, 1)
+    expected = nn.utils.clip_grad_norm_(list(mlps[1].parameters()), 0.5)
+    assert norm.shape == () and th.equal(norm, expected)
+    assert all(th.equal(p.grad, q.grad) for p, q in zip(mlps[0].parameters(), mlps[1].parameters()))
+
+
+def test_build_optimizer_is_torchs_unless_seeds_sit_out():
+    params = [nn.Parameter(th.zeros(3, 4))]
+    single = build_optimizer(th.optim.Adam, params, 1e-3, {"eps": 1e-5})
+    assert type(single) is th.optim.Adam and single.defaults["fused"] and single.defaults["eps"] == 1e-5
+    assert type(build_optimizer(th.optim.Adam, params, 1e-3, n_seeds=3)) is th.optim.Adam  # every seed steps
+    per_seed = build_optimizer(th.optim.Adam, params, 1e-3, {"eps": 1e-5}, n_seeds=3, seeds_sit_out=True)
+    assert isinstance(per_seed, PerSeedAdam) and per_seed.defaults["eps"] == 1e-5 and per_seed.n_seeds == 3
+    rms = build_optimizer(th.optim.RMSprop, params, 1e-3, {"alpha": 0.9, "eps": 1e-5}, n_seeds=3, seeds_sit_out=True)
+    assert isinstance(rms, PerSeedRMSprop) and rms.defaults["alpha"] == 0.9
+    with pytest.raises(ValueError, match="Adam and RMSprop, got SGD"):
+        build_optimizer(th.optim.SGD, params, 1e-3, n_seeds=2, seeds_sit_out=True)
+    with pytest.raises(ValueError, match="amsgrad=False only"):
+        build_optimizer(th.optim.Adam, params, 1e-3, {"amsgrad": True}, n_seeds=2, seeds_sit_out=True)
+
+
+def test_every_model_has_the_seed_api_and_seedbatch_of_one_seed_is_the_single_model():
+    from lit_sb3 import SAC, SeedBatch
+
+    model = SeedBatch(SAC, seeds=[5], policy="MlpPolicy", learning_starts=7)
+    assert type(model) is SAC and model.seed == 5 and model.learning_starts == 7
+    assert model.n_seeds == 1 and model.seeds == [5] and model.member(0) is model and model.failed == {}
+    with pytest.raises(IndexError, match=r"seed index must be in \[0, 1\)"):
+        model.member(1)
+    model.fail_seed(0, "diverged:\n non-finite loss")
+    assert model.failed == {0: "diverged: non-finite loss"} and model.active_seeds == [] and model._stop_requested
+    with pytest.raises(ValueError, match="distinct"):
+        SeedBatch(SAC, seeds=[1, 1])
+    with pytest.raises(TypeError, match="not seed="):
+        SeedBatch(SAC, seeds=[1], seed=2)
+
+
+def test_seed_replay_n_step_returns_equal_nstep_replay_buffer_while_growing(monkeypatch):
+    """n-step windows (ended by terminations, timeouts and the newest transition) as NStepReplayBuffer computes
+    them, also while the storage is still growing (windows that reach past its capacity are clamped, unused)."""
+    import numpy as np
+    from gymnasium import spaces
+
+    from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
+    from lit_sb3.buffers.seed_replay import SeedReplayBuffer
+
+    monkeypatch.setattr(SeedReplayBuffer, "INITIAL_CAPACITY", 4)
+    obs_space, act_space = spaces.Box(-1, 1, (2,)), spaces.Box(-1, 1, (1,))
+    storage = SeedReplayBuffer(2, 20, obs_space, act_space, 1, th.device("cpu"), n_steps=3, gamma=0.9)
+    single = NStepReplayBuffer(20, obs_space, act_space, device="cpu", n_steps=3, gamma=0.9)
+    rng = np.random.default_rng(0)
+    for t in range(8):
+        obs, next_obs = rng.normal(size=(2, 1, 2)).astype(np.float32), rng.normal(size=(2, 1, 2)).astype(np.float32)
+        action, reward = rng.uniform(-1, 1, (2, 1, 1)).astype(np.float32), rng.normal(size=(2, 1)).astype(np.float32)
+        done, timeout = np.array([[float(t == 3)], [0.0]]), np.array([[float(t == 5)], [0.0]])
+        storage.add(obs, next_obs, action, reward, done * (1 - timeout), timeout)
+        infos = [{"TimeLimit.truncated": bool(timeout[0, 0])}]
+        single.add(obs[0], next_obs[0], action[0], reward[0], np.maximum(done[0], timeout[0]), infos)
+    assert storage.capacity == 8
+    th.manual_seed(3)
+    expected = single.sample(64)
+    data = storage.sample(64, [th.Generator().manual_seed(3), th.Generator().manual_seed(4)])
+    for name in ("observations", "actions", "next_observations", "dones", "rewards", "discounts"):
+        th.testing.assert_close(getattr(data, name)[0], getattr(expected, name), msg=name)

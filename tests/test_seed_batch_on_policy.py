@@ -1,6 +1,14 @@
-"""Seed-batched PPO and A2C: equivalence with K single-seed models (initial parameters, one update on a fixed
-rollout incl. per-seed gradient clipping and PPO's per-seed ``target_kl`` stop), training through RLTrainer (a batched
-seed retraces its separate run), member save/load, per-seed metrics and failure masking."""
+"""PPO and A2C over a seed dimension: ``SeedBatch(PPO, seeds=[...])`` is a PPO holding K seeds, and each seed is
+its separate run — initial parameters, one update on a fixed rollout (incl. per-seed gradient clipping and PPO's
+per-seed ``target_kl`` stop), whole runs through RLTrainer, member save/load, per-seed metrics and failure masking
+(a NaN from one seed's env, a NaN in one seed's loss) while the others go on.
+
+Tolerances: a stacked layer computes the K seeds' matmuls with one ``baddbmm`` where the single run uses
+``addmm``; both are float32 with a different summation order, so values differ by a few ulps (~1e-7 relative)
+per op. One update (a few dozen ops deep) is compared at 1e-6 absolute / 1e-5 relative; whole runs (hundreds of
+Adam steps, where each step divides by ``sqrt(v) + eps`` and amplifies the ulps of small gradients) at 1e-4
+absolute — and their episode rewards, which depend on every sampled action, exactly.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +17,51 @@ import numpy as np
 import pytest
 import torch as th
 
-from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer
-from lit_sb3.algorithms.seed_batch import SeedBatch
+from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer, SeedBatch
+from lit_sb3.algorithms.ppo_mask import MaskablePPO
+from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.vec_env import make_vec_env
 
 th.set_num_threads(1)
 
-SEEDS = [3, 5, 7, 11]
+SEEDS = [3, 5, 7]
 N_STEPS, N_ENVS = 16, 2
 CASES = {
     "ppo": (PPO, "CartPole-v1", dict(n_steps=N_STEPS, batch_size=8, n_epochs=3, max_grad_norm=0.05)),
     "ppo_box": (PPO, "Pendulum-v1", dict(n_steps=N_STEPS, batch_size=8, n_epochs=3, ent_coef=0.01, clip_range_vf=0.2)),
     "a2c": (A2C, "CartPole-v1", dict(n_steps=N_STEPS, max_grad_norm=0.05)),
     "a2c_box": (A2C, "Pendulum-v1", dict(n_steps=N_STEPS, normalize_advantage=True, use_rms_prop=False)),
+}
+
+
+class _SpacesEnv(gym.Env):
+    """A small env with a chosen action space (and Box or Discrete observations) for the other distributions."""
+
+    def __init__(self, action_space: gym.spaces.Space, discrete_obs: bool = False) -> None:
+        self.action_space = action_space
+        self.observation_space = gym.spaces.Discrete(5) if discrete_obs else gym.spaces.Box(-1, 1, (3,), np.float32)
+        self._t = 0
+
+    def _obs(self):
+        if isinstance(self.observation_space, gym.spaces.Discrete):
+            return int(self.np_random.integers(5))
+        return self.np_random.uniform(-1, 1, 3).astype(np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self._t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self._t += 1
+        return self._obs(), float(np.sum(action)), False, self._t >= 10, {}
+
+
+SPACES = {
+    "multidiscrete": dict(action_space=gym.spaces.MultiDiscrete([3, 2])),
+    "multidiscrete_uniform": dict(action_space=gym.spaces.MultiDiscrete([3, 3])),
+    "multibinary": dict(action_space=gym.spaces.MultiBinary(3)),
+    "discrete_obs": dict(action_space=gym.spaces.Discrete(2), discrete_obs=True),
 }
 
 
@@ -36,89 +76,110 @@ def _single(cls, env_id: str, seed: int, **kwargs):
     return model
 
 
-def _params_close(batched, single, atol: float = 1e-6) -> None:
-    for (name, p), q in zip(batched.policy.named_parameters(), single.policy.parameters()):
+def _params_close(model, single, atol: float = 1e-6) -> None:
+    for (name, p), q in zip(model.policy.named_parameters(), single.policy.parameters(), strict=True):
         th.testing.assert_close(p, q, atol=atol, rtol=1e-5, msg=name)
 
 
-@pytest.mark.parametrize("case", ["ppo", "a2c"])
-def test_initial_parameters_equal_single_seed_models(case):
+def test_seed_batch_is_the_algorithm_class_and_one_seed_is_the_single_model():
+    model = SeedBatch(PPO, seeds=[0, 1, 2], n_steps=8, batch_size=8)
+    assert type(model) is PPO and model.n_seeds == 3 and model.seeds == [0, 1, 2]
+    one = SeedBatch(A2C, seeds=[5], n_steps=8)
+    assert type(one) is A2C and one.n_seeds == 1 and one.seed == 5 and one.member(0) is one
+
+
+@pytest.mark.parametrize("case", ["ppo", "ppo_box"])
+def test_initial_parameters_and_forward_equal_single_seed_models(case):
     cls, env_id, kwargs = CASES[case]
-    batch = SeedBatch(cls, seeds=SEEDS, **kwargs)
-    batch.set_env(_envs(env_id, SEEDS))
-    obs = th.randn(len(SEEDS), 5, 4)
-    values, logits, _ = batch.policy.call("step", obs)
+    model = SeedBatch(cls, seeds=SEEDS, **kwargs)
+    model.set_env(_envs(env_id, SEEDS))
+    dim = model.observation_space.shape[0]
+    obs = th.randn(len(SEEDS), 5, dim)
+    actions = th.stack([th.as_tensor(np.stack([model.action_space.sample() for _ in range(5)])) for _ in SEEDS])
+    if cls is PPO and isinstance(model.action_space, gym.spaces.Discrete):
+        actions = actions.reshape(len(SEEDS), 5)
+    with th.no_grad():
+        values, log_prob, entropy = model.policy.evaluate_actions(obs, actions.float())
     for i, seed in enumerate(SEEDS):
         single = _single(cls, env_id, seed, **kwargs)
-        for (name, p), q in zip(batch.member(i).policy.named_parameters(), single.policy.parameters()):
+        for (name, p), q in zip(model.member(i).policy.named_parameters(), single.policy.parameters(), strict=True):
             assert th.equal(p, q), name
         with th.no_grad():  # the stacked networks compute what the single ones do
-            latent_pi, latent_vf = single.policy._latents(obs[i])
-            th.testing.assert_close(values[i], single.policy.value_net(latent_vf))
-            th.testing.assert_close(logits[i], single.policy.action_net(latent_pi))
+            v, lp, ent = single.policy.evaluate_actions(obs[i], actions[i].float())
+        th.testing.assert_close(values[i], v)
+        th.testing.assert_close(log_prob[i], lp)
+        th.testing.assert_close(entropy[i], ent)
 
 
-def _fill_fixed_rollout(batch, singles) -> None:
+def _fill_fixed_rollout(model, singles) -> None:
     """The same rollout (random observations, the policies' own actions and log-probs) in each single model's
-    buffer and in the batch's storage (seed-major columns)."""
+    buffer and in the K-seed storage (seed-major columns)."""
     g = np.random.default_rng(0)
     last_values, last_dones = [], []
-    for model in singles:
-        buffer = model.rollout_buffer
+    for single in singles:
+        buffer = single.rollout_buffer
         buffer.reset()
-        low = np.maximum(model.observation_space.low, -2.0)
-        high = np.minimum(model.observation_space.high, 2.0)
+        low = np.maximum(single.observation_space.low, -2.0)
+        high = np.minimum(single.observation_space.high, 2.0)
         for _ in range(N_STEPS):
-            obs = g.uniform(low, high, size=(N_ENVS, *model.observation_space.shape)).astype(np.float32)
+            obs = g.uniform(low, high, size=(N_ENVS, *single.observation_space.shape)).astype(np.float32)
             with th.no_grad():
-                actions, values, log_probs = model.policy(th.as_tensor(obs))
+                actions, values, log_probs = single.policy(th.as_tensor(obs))
             rewards = g.normal(size=N_ENVS).astype(np.float32)
             buffer.add(obs, actions.numpy().reshape(N_ENVS, -1), rewards, g.random(N_ENVS) < 0.1, values, log_probs)
         last_values.append(g.normal(size=N_ENVS).astype(np.float32))
         last_dones.append(g.random(N_ENVS) < 0.1)
         buffer.compute_returns_and_advantage(th.as_tensor(last_values[-1]), last_dones[-1])
-    storage = batch.rollout_buffer
+    storage = model.rollout_buffer
     for name in ("observations", "actions", "rewards", "episode_starts", "values", "log_probs"):
         setattr(storage, name, np.concatenate([getattr(m.rollout_buffer, name) for m in singles], axis=1))
     storage.pos, storage.full, storage._flat = N_STEPS, True, {}
-    storage.compute_returns_and_advantage(th.as_tensor(np.concatenate(last_values)), np.concatenate(last_dones))
+    storage.compute_returns_and_advantage(th.as_tensor(np.stack(last_values)), np.stack(last_dones))
     for name in ("advantages", "returns"):  # GAE per seed (per column) is each single buffer's
         np.testing.assert_array_equal(
             getattr(storage, name), np.concatenate([getattr(m.rollout_buffer, name) for m in singles], axis=1)
         )
 
 
-def _update_both(case: str, **overrides):
+def _update_both(case: str, nan_seed: int | None = None, **overrides):
     cls, env_id, kwargs = CASES[case]
     kwargs = {**kwargs, **overrides}
-    batch = SeedBatch(cls, seeds=SEEDS, **kwargs)
-    batch.set_env(_envs(env_id, SEEDS))
-    batch._current_progress_remaining = 1.0
+    model = SeedBatch(cls, seeds=SEEDS, **kwargs)
+    model.set_env(_envs(env_id, SEEDS))
+    model._current_progress_remaining = 1.0
     singles = [_single(cls, env_id, s, **kwargs) for s in SEEDS]
-    _fill_fixed_rollout(batch, singles)
+    _fill_fixed_rollout(model, singles)
+    if nan_seed is not None:  # one seed's stored rewards turn NaN: its advantages, returns and losses follow
+        columns = slice(nan_seed * N_ENVS, (nan_seed + 1) * N_ENVS)
+        model.rollout_buffer.advantages[:, columns] = np.nan
+        model.rollout_buffer._flat = {}
     states = []
     for i in range(len(SEEDS)):  # each seed shuffles with its own stream; the single model with the same one
         th.manual_seed(100 + i)
         states.append(th.get_rng_state())
-    for generator, state in zip(batch.rng.generators, states):
+    for generator, state in zip(model.seed_generators, states, strict=True):
         generator.set_state(state)
-    batch.train()
+    before = [[p.detach().clone() for p in model.member(i).policy.parameters()] for i in range(len(SEEDS))]
+    model.train()
+    model._apply_finite_checks()
     for i, single in enumerate(singles):
         th.set_rng_state(states[i])
         single._current_progress_remaining = 1.0
         single.train()
-    return batch, singles
+    return model, singles, before
 
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_one_update_equals_single_updates(case):
     """Incl. per-seed gradient clipping: max_grad_norm=0.05 clips every seed, each by its own norm."""
-    batch, singles = _update_both(case)
+    model, singles, _ = _update_both(case)
+    assert model.failed == {}
     for i, single in enumerate(singles):
-        member = batch.member(i)
+        member = model.member(i)
         _params_close(member, single)
         assert member._n_updates == single._n_updates
         opt_b, opt_s = member.policy.optimizer.state_dict(), single.policy.optimizer.state_dict()
+        assert opt_b["state"].keys() == opt_s["state"].keys()
         for j, state in opt_s["state"].items():
             for key, value in state.items():
                 th.testing.assert_close(opt_b["state"][j][key].float(), value.float(), atol=1e-6, rtol=1e-5)
@@ -127,11 +188,11 @@ def test_one_update_equals_single_updates(case):
 def test_ppo_target_kl_stops_each_seed_alone():
     """A seed that crosses 1.5 * target_kl stops for the rest of the update (neither it nor its Adam state moves)
     while the others go on, exactly as each single model does on its own data."""
-    batch, singles = _update_both("ppo", n_epochs=6, learning_rate=3e-3, target_kl=0.003, max_grad_norm=0.5)
+    model, singles, _ = _update_both("ppo", n_epochs=6, learning_rate=3e-3, target_kl=0.003, max_grad_norm=0.5)
     updates = [s._n_updates for s in singles]
     assert min(updates) < 6 and len(set(updates)) > 1, updates  # the case exercises different stops
     for i, single in enumerate(singles):
-        member = batch.member(i)
+        member = model.member(i)
         assert member._n_updates == single._n_updates
         _params_close(member, single)
         steps_b = [float(s["step"]) for s in member.policy.optimizer.state_dict()["state"].values()]
@@ -139,27 +200,41 @@ def test_ppo_target_kl_stops_each_seed_alone():
         assert steps_b == steps_s
 
 
+@pytest.mark.parametrize("case", ["ppo", "a2c"])
+def test_a_seed_whose_loss_turns_nan_stops_alone(case):
+    """Seed index 1's advantages are NaN: its loss is masked (its parameters do not move, nothing reaches the
+    others), it is failed after the update, and seeds 0 and 2 update exactly as their separate runs."""
+    model, singles, before = _update_both(case, nan_seed=1)
+    assert list(model.failed) == [1] and "non-finite loss" in model.failed[1]
+    for p, q in zip(model.member(1).policy.parameters(), before[1], strict=True):
+        assert th.equal(p, q)
+    for i in (0, 2):
+        _params_close(model.member(i), singles[i])
+
+
 def test_ppo_through_rltrainer_retraces_separate_runs(tmp_path):
+    """K = 3 seeds trained together equal the 3 separate runs: parameters after 8 iterations (128 Adam steps), update
+    counts and every episode's reward (which depends on every sampled action: each seed draws from its own stream)."""
     kwargs = dict(n_steps=64, batch_size=32, n_epochs=4, policy_kwargs=dict(net_arch=[32, 32]))
-    batch = SeedBatch(PPO, seeds=SEEDS, **kwargs)
-    trainer = RLTrainer(max_steps=3000, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
-    trainer.fit(batch, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", SEEDS)))
+    model = SeedBatch(PPO, seeds=SEEDS, **kwargs)
+    trainer = RLTrainer(max_steps=1000, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", SEEDS)))
     rollout = 64 * N_ENVS
-    assert batch.num_timesteps == -(-3000 // rollout) * rollout  # whole rollouts, per seed
-    assert batch.failed == {}
+    assert model.num_timesteps == -(-1000 // rollout) * rollout  # whole rollouts, per seed
+    assert model.failed == {}
     metrics = trainer.callback_metrics
     for i in range(len(SEEDS)):
         for key in ("train/approx_kl", "train/clip_fraction", "train/n_updates", "rollout/ep_rew_mean", "time/fps"):
             assert f"seed{i}/{key}" in metrics, key
-    # a batched seed is its separate run (same initial weights, env seeds, sampling and shuffling streams)
-    single = PPO("MlpPolicy", seed=SEEDS[1], **kwargs)
-    RLTrainer(max_steps=3000, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
-        single, datamodule=RLEnvDataModule(train_env=make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=SEEDS[1]))
-    )
-    member = batch.member(1)
-    assert member.num_timesteps == single.num_timesteps and member._n_updates == single._n_updates
-    _params_close(member, single, atol=1e-4)
-    assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
+    for i, seed in enumerate(SEEDS):
+        single = PPO("MlpPolicy", seed=seed, **kwargs)
+        RLTrainer(max_steps=1000, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single, datamodule=RLEnvDataModule(train_env=make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=seed))
+        )
+        member = model.member(i)
+        assert member.num_timesteps == single.num_timesteps and member._n_updates == single._n_updates
+        _params_close(member, single, atol=1e-4)
+        assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
 
 
 @pytest.mark.parametrize("cls", [PPO, A2C])
@@ -167,16 +242,17 @@ def test_member_save_load_round_trip(cls, tmp_path):
     kwargs = dict(n_steps=8, policy_kwargs=dict(net_arch=[16]))
     if cls is PPO:
         kwargs["batch_size"] = 8
-    batch = SeedBatch(cls, seeds=[0, 1], **kwargs)
+    model = SeedBatch(cls, seeds=[0, 1], **kwargs)
     RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
-        batch, datamodule=RLEnvDataModule(train_env=[make_vec_env("CartPole-v1", n_envs=2, seed=s) for s in (0, 1)])
+        model, datamodule=RLEnvDataModule(train_env=[make_vec_env("CartPole-v1", n_envs=2, seed=s) for s in (0, 1)])
     )
-    member = batch.member(1)
+    member = model.member(1)
+    assert type(member) is cls and member.n_seeds == 1 and member.seed == 1
     member.save(tmp_path / "seed1.zip")
     loaded = cls.load(tmp_path / "seed1.zip")
-    for (name, p), q in zip(member.policy.named_parameters(), loaded.policy.parameters()):
+    for (name, p), q in zip(member.policy.named_parameters(), loaded.policy.parameters(), strict=True):
         assert th.equal(p, q), name
-    assert loaded.num_timesteps == batch.num_timesteps
+    assert loaded.num_timesteps == model.num_timesteps
     assert loaded._n_updates == member._n_updates
     obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
     assert np.array_equal(member.predict(obs, deterministic=True)[0], loaded.predict(obs, deterministic=True)[0])
@@ -185,6 +261,87 @@ def test_member_save_load_round_trip(cls, tmp_path):
     for j in saved:
         for key in saved[j]:
             assert th.equal(saved[j][key], live[j][key]), key
+
+
+@pytest.mark.parametrize("space", list(SPACES))
+def test_other_spaces_retrace_separate_runs(space, tmp_path):
+    """MultiDiscrete (split and uniform), MultiBinary actions and Discrete (one-hot) observations: each seed of a
+    K = 2 model trains as its separate run (parameters and episode rewards)."""
+    kwargs = dict(n_steps=8, batch_size=8, n_epochs=2, policy_kwargs=dict(net_arch=[16]))
+    seeds = [0, 1]
+
+    def env(seed: int):
+        return make_vec_env(lambda: _SpacesEnv(**SPACES[space]), n_envs=N_ENVS, seed=seed)
+
+    model = SeedBatch(PPO, seeds=seeds, **kwargs)
+    trainer = RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=[env(s) for s in seeds]))
+    for i, seed in enumerate(seeds):
+        single = PPO("MlpPolicy", seed=seed, **kwargs)
+        RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single, datamodule=RLEnvDataModule(train_env=env(seed))
+        )
+        member = model.member(i)
+        _params_close(member, single, atol=1e-5)
+        assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
+
+
+@pytest.mark.parametrize("env_id", ["InvalidActionDiscrete-v0", "TicTacToe-v0"])
+def test_maskable_ppo_seeds_retrace_separate_runs(env_id, tmp_path):
+    """MaskablePPO over K = 2 seeds: each seed samples among its own env's allowed actions and updates under the
+    stored masks exactly as its separate run (Discrete observations one-hot encoded; TicTacToe: MultiDiscrete
+    observations)."""
+    import lit_sb3.envs  # noqa: F401 - registers the masked envs
+
+    kwargs = dict(n_steps=32, batch_size=32, n_epochs=2, policy_kwargs=dict(net_arch=[16]))
+    seeds = [0, 1]
+    model = SeedBatch(MaskablePPO, seeds=seeds, **kwargs)
+    assert type(model) is MaskablePPO and model.n_seeds == 2
+    trainer = RLTrainer(max_steps=192, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
+    trainer.fit(
+        model, datamodule=RLEnvDataModule(train_env=[make_vec_env(env_id, n_envs=N_ENVS, seed=s) for s in seeds])
+    )
+    assert model.rollout_buffer.action_masks.min() == 0.0  # masks were stored
+    for i, seed in enumerate(seeds):
+        single = MaskablePPO("MlpPolicy", seed=seed, **kwargs)
+        RLTrainer(max_steps=192, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single, datamodule=RLEnvDataModule(train_env=make_vec_env(env_id, n_envs=N_ENVS, seed=seed))
+        )
+        member = model.member(i)
+        _params_close(member, single, atol=1e-5)
+        assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
+        columns = model.rollout_buffer.seed_slice(model.rollout_buffer.action_masks, i)
+        np.testing.assert_array_equal(columns, single.rollout_buffer.action_masks)
+
+
+@pytest.mark.parametrize(
+    "env_id, extra, atol",
+    [("CartPole-v1", {}, 1e-4), ("Pendulum-v1", dict(sub_sampling_factor=2, target_kl=0.02), 1e-3)],
+    ids=["discrete", "gaussian-subsampled"],
+)
+def test_trpo_seeds_retrace_separate_runs(env_id, extra, atol, tmp_path):
+    """TRPO over K = 3 seeds: each seed's conjugate gradient (its own start point), step size, line search, its
+    sub-sampling draw and critic epochs are its separate run's. Conjugate gradient on the Fisher matrix amplifies
+    the ulps of the stacked matmuls (tests/test_trpo.py compares CG solutions with sb3-contrib's at 1e-4 relative
+    for the same reason): measured, the Gaussian policy's parameters differ by up to 3e-4 after 4 updates, so they
+    are compared at 1e-3 (a flipped accept/reject of the line search would move them by ~1e-2), the Categorical
+    ones at 1e-4; episode rewards (every sampled action) exactly, or to 1e-4 relative for continuous actions."""
+    kwargs = dict(n_steps=32, batch_size=32, n_critic_updates=2, cg_max_steps=5, policy_kwargs=dict(net_arch=[16]))
+    kwargs.update(extra)
+    model = SeedBatch(TRPO, seeds=SEEDS, **kwargs)
+    trainer = RLTrainer(max_steps=256, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=_envs(env_id, SEEDS)))
+    assert model.failed == {}
+    for i, seed in enumerate(SEEDS):
+        single = TRPO("MlpPolicy", seed=seed, **kwargs)
+        RLTrainer(max_steps=256, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single, datamodule=RLEnvDataModule(train_env=make_vec_env(env_id, n_envs=N_ENVS, seed=seed))
+        )
+        member = model.member(i)
+        assert member._n_updates == single._n_updates == 4
+        _params_close(member, single, atol=atol)
+        rewards = [ep["r"] for ep in member.ep_info_buffer], [ep["r"] for ep in single.ep_info_buffer]
+        np.testing.assert_allclose(*rewards, rtol=1e-4 if env_id == "Pendulum-v1" else 0)
 
 
 class _NaNAfter(gym.Wrapper):
@@ -202,22 +359,33 @@ class _NaNAfter(gym.Wrapper):
         return obs, reward, terminated, truncated, info
 
 
-def test_diverging_seed_is_masked_alone(tmp_path):
+def test_diverging_env_masks_its_seed_alone(tmp_path):
+    """Seed index 1's env returns NaN observations from its 40th step: that seed stops (its env steps no more, its
+    weights stay finite) while seeds 0 and 2 go on and still equal their separate runs."""
+    kwargs = dict(n_steps=8, policy_kwargs=dict(net_arch=[16]))
     envs = _envs("CartPole-v1", [0, 1, 2])
     envs[1] = make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=1, wrapper_class=_NaNAfter, wrapper_kwargs=dict(n=40))
-    batch = SeedBatch(A2C, seeds=[0, 1, 2], n_steps=8)
-    batch.set_env(envs)
+    model = SeedBatch(A2C, seeds=[0, 1, 2], **kwargs)
     trainer = RLTrainer(max_steps=400, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
-    trainer.fit(batch, datamodule=RLEnvDataModule(train_env=envs))
-    assert list(batch.failed) == [1] and "non-finite observation" in batch.failed[1]
-    assert batch.num_timesteps == 400
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=envs))
+    assert list(model.failed) == [1] and "non-finite observation" in model.failed[1]
+    assert model.num_timesteps == 400
     for i in (0, 1, 2):  # the failed seed's weights stopped moving before any NaN reached them
-        assert all(th.isfinite(p).all() for p in batch.member(i).policy.parameters())
+        assert all(th.isfinite(p).all() for p in model.member(i).policy.parameters())
+    single = A2C("MlpPolicy", seed=2, **kwargs)
+    RLTrainer(max_steps=400, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+        single, datamodule=RLEnvDataModule(train_env=make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=2))
+    )
+    _params_close(model.member(2), single, atol=1e-4)
 
 
 def test_bad_options_are_refused_before_training():
-    with pytest.raises(NotImplementedError, match="rollout_buffer_class"):
+    with pytest.raises(NotImplementedError, match="rollout_buffer_kwargs"):
         SeedBatch(PPO, seeds=[0, 1], rollout_buffer_kwargs=dict(foo=1))
-    batch = SeedBatch(PPO, seeds=[0, 1], policy_kwargs=dict(optimizer_class=th.optim.SGD))
+    with pytest.raises(NotImplementedError, match="use_sde"):
+        SeedBatch(PPO, seeds=[0, 1], use_sde=True)
+    model = SeedBatch(PPO, seeds=[0, 1], policy_kwargs=dict(optimizer_class=th.optim.SGD))
     with pytest.raises(ValueError, match="Adam and RMSprop"):
-        batch.set_env(_envs("CartPole-v1", [0, 1]))
+        model.set_env(_envs("CartPole-v1", [0, 1]))
+    with pytest.raises(ValueError, match="one env per seed"):
+        SeedBatch(A2C, seeds=[0, 1]).set_env(make_vec_env("CartPole-v1", n_envs=2, seed=0))

@@ -9,13 +9,12 @@ from typing import Any, ClassVar
 
 import torch as th
 from gymnasium import spaces
-from torch.nn import functional as F
 
-from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm, seed_normalize
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
-from lit_sb3.utils.math import explained_variance
+from lit_sb3.policies.seed_stack import masked_seed_sum, seed_mean, seed_mse
 
 __all__ = ["A2C"]
 
@@ -54,6 +53,8 @@ class A2C(OnPolicyAlgorithm):
     """
 
     zoo_name: ClassVar[str] = "a2c"
+    # its update is written over the seed dimension (SeedBatch(A2C, seeds=[...]))
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
         spaces.Box,
         spaces.Discrete,
@@ -140,43 +141,59 @@ class A2C(OnPolicyAlgorithm):
         return params
 
     def train(self, mode: bool | None = None) -> Any:
-        """A2C update: one gradient step on the whole rollout.
+        """A2C update: one gradient step on the whole rollout, for every seed.
+
+        Written over the seed dimension K (see :meth:`PPO.train <lit_sb3.algorithms.ppo.PPO.train>`): losses are
+        per seed (``[K]``), their sum over the live seeds is minimised; K = 1 is the single-seed update, bitwise.
 
         ``train(True/False)`` is ``nn.Module.train`` (``eval()`` calls it), not an update.
         """
         if mode is not None:
             return th.nn.Module.train(self, mode)
+        K = self.n_seeds
         self.policy.set_training_mode(True)
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)
         clip_grad_norm = self._clip_grad_norm_fn()
-        for rollout_data in self.rollout_buffer.get(batch_size=None):
+        running = self._live_seed_mask()
+        for rollout_data in self._minibatches(None):
             actions = rollout_data.actions
             if isinstance(self.action_space, spaces.Discrete):
-                actions = actions.long().flatten()
+                actions = actions.long().flatten(-2)  # [..., batch, 1] -> [..., batch]
             values, log_prob, entropy = self.policy.evaluate_actions(rollout_data.observations, actions)
-            values = values.flatten()
+            values = values.reshape(log_prob.shape)
 
             advantages = rollout_data.advantages
             if self.normalize_advantage:
-                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                advantages = seed_normalize(advantages, K)
 
-            policy_loss = -(advantages * log_prob).mean()
-            value_loss = F.mse_loss(rollout_data.returns, values)
-            entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
+            # L = -E[A log pi] + c_V E[(R - V)^2] - c_H E[H], one per seed: [K]
+            policy_loss = -seed_mean(advantages * log_prob, K)
+            value_loss = seed_mse(rollout_data.returns, values, K)
+            entropy_loss = -seed_mean(-log_prob, K) if entropy is None else -seed_mean(entropy, K)
             loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
 
             optimizer.zero_grad(set_to_none=True)
-            self._backward(loss)
-            clip_grad_norm()
-            optimizer.step()
+            if running is None:  # K = 1
+                self._backward(loss.sum())
+                clip_grad_norm()
+                optimizer.step()
+            else:
+                # a non-finite loss (or gradient) stops its seed alone, which is failed after this update
+                self._check_finite("loss", loss)
+                running = running & th.isfinite(loss.detach())
+                self._backward(masked_seed_sum(loss, running))
+                grad_norms = clip_grad_norm()
+                self._check_finite("gradient", grad_norms)
+                running = running & th.isfinite(grad_norms)
+                optimizer.step(running)
 
-        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
-        self._n_updates += 1
+        explained_var = self._explained_variance()
+        self._count_updates(running)
         self.record("train/n_updates", self._n_updates)
         self.record("train/explained_variance", explained_var)
-        self.record("train/entropy_loss", entropy_loss.detach())
-        self.record("train/policy_loss", policy_loss.detach())
-        self.record("train/value_loss", value_loss.detach())
+        self.record("train/entropy_loss", self._seed_metric(entropy_loss.detach()))
+        self.record("train/policy_loss", self._seed_metric(policy_loss.detach()))
+        self.record("train/value_loss", self._seed_metric(value_loss.detach()))
         if hasattr(self.policy, "log_std"):
-            self.record("train/std", th.exp(self.policy.log_std.detach()).mean())
+            self.record("train/std", self._policy_std())

@@ -80,6 +80,7 @@ class BaseAlgorithm(L.LightningModule):
         policy_aliases: ``"MlpPolicy"``-style names of its policy classes.
         default_run_name: ``learn()``'s default ``tb_log_name`` (SB3's: ``"PPO"``, ``"SAC"``, ...).
         search_space: name of its ``bench tune`` search space (a key of the suite's ``SEARCH_SPACES``), or None.
+        seed_batching: its class trains K > 1 seeds itself (``SeedBatch(cls, seeds=[...])``, docs/seed_batching.md).
     """
 
     zoo_name: ClassVar[str] = ""
@@ -94,6 +95,7 @@ class BaseAlgorithm(L.LightningModule):
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {}
     default_run_name: ClassVar[str] = "run"
     search_space: ClassVar[str | None] = None
+    seed_batching: ClassVar[bool] = False
     automatic_optimization = False
     # constructor arguments that are not stored in saved archives
     _excluded_save_params: ClassVar[tuple[str, ...]] = ("device", "env", "_init_setup_model")
@@ -163,6 +165,9 @@ class BaseAlgorithm(L.LightningModule):
         self.learning_rate = learning_rate
         self.stats_window_size = stats_window_size
         self.seed = seed
+        # the seed dimension K (docs/seed_batching.md): one seed unless SeedBatch made this model hold several
+        self._seeds: list[int] | None = None
+        self.failed: dict[int, str] = {}
         self.use_sde = use_sde
         self.sde_sample_freq = sde_sample_freq
         self.monitor_wrapper = monitor_wrapper
@@ -199,37 +204,9 @@ class BaseAlgorithm(L.LightningModule):
         self._log_interval = 1
         self.fit_context: FitContext | None = None
         self._pending_rl_state: dict[str, Any] | None = None
-        self.failed: dict[int, str] = {}  # the seed API: {seed index: why it stopped}
 
         if use_sde and supported_action_spaces is not None and spaces.Box not in supported_action_spaces:
             raise ValueError("generalized State-Dependent Exploration (gSDE) can only be used with continuous actions.")
-
-    # ------------------------------------------------------------------
-    # The seed API of a single model: a batch of one seed (lit_sb3.SeedBatch trains K seeds)
-    # ------------------------------------------------------------------
-
-    n_seeds: int = 1
-
-    def member(self, i: int) -> BaseAlgorithm:
-        """Seed index ``i`` as a single-seed model: this model itself (index 0).
-
-        Args:
-            i: seed index (0 for a single model).
-        """
-        if i != 0:
-            raise IndexError(f"seed index must be 0 for a single model (n_seeds = 1), got {i!r}.")
-        return self
-
-    def fail_seed(self, i: int, reason: str) -> None:
-        """Stop training this model's seed (index 0): kept in :attr:`failed`, the fit ends after the current step.
-
-        Args:
-            i: seed index (0 for a single model).
-            reason: one line saying why (the first reason wins).
-        """
-        self.member(i)
-        self.failed.setdefault(0, " ".join(str(reason).split()))
-        self._stop_requested = True
 
     # ------------------------------------------------------------------
     # Env handling
@@ -398,6 +375,56 @@ class BaseAlgorithm(L.LightningModule):
             self.action_space.seed(seed)
         if self.env is not None:
             self.env.seed(seed)
+
+    # ------------------------------------------------------------------
+    # Seeds: every model holds K >= 1 seeds (K = 1 unless built by SeedBatch); seed *index* i names one
+    # ------------------------------------------------------------------
+
+    @property
+    def seeds(self) -> list[int | None]:
+        """The seeds this model trains (``[seed]`` for a single-seed model); seed index ``i`` is a position here."""
+        return [self.seed] if self._seeds is None else list(self._seeds)
+
+    @property
+    def n_seeds(self) -> int:
+        """K, the number of seeds trained together (1 for a single-seed model)."""
+        return 1 if self._seeds is None else len(self._seeds)
+
+    @property
+    def active_seeds(self) -> list[int]:
+        """Indices of the seeds still training."""
+        return [i for i in range(self.n_seeds) if i not in self.failed]
+
+    def _check_seed_index(self, i: int) -> None:
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < self.n_seeds:
+            raise IndexError(f"seed index must be in [0, {self.n_seeds}), got {i!r} (seeds: {self.seeds}).")
+
+    def member(self, i: int) -> BaseAlgorithm:
+        """Seed index ``i`` as an ordinary single-seed model with its current weights, optimiser state and counters
+        (for ``evaluate_policy``, ``predict``, ``save``); a single-seed model is its own member 0.
+
+        Args:
+            i: seed index (position in :attr:`seeds`).
+        """
+        self._check_seed_index(i)
+        return self
+
+    def fail_seed(self, i: int, reason: str) -> None:
+        """Mask seed index ``i`` out: its parameters stop moving and its env stops stepping while the other seeds go
+        on; when every seed has failed (always, for a single seed), the fit ends.
+
+        Args:
+            i: seed index.
+            reason: one line saying why (kept in :attr:`failed`; the first reason wins).
+        """
+        self._check_seed_index(i)
+        if i in self.failed:
+            return
+        self.failed[int(i)] = " ".join(str(reason).split())
+        if self.verbose >= 1:
+            print(f"seed index {i} (seed {self.seeds[i]}) masked out: {self.failed[i]}")
+        if not self.active_seeds:
+            self._stop_requested = True
 
     # ------------------------------------------------------------------
     # Learning set-up shared by on- and off-policy algorithms

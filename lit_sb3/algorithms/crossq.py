@@ -79,6 +79,7 @@ class CrossQ(SAC):
     """
 
     zoo_name: ClassVar[str] = "crossq"
+    seed_batching: ClassVar[bool] = False  # its update is not written over K seeds yet
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     default_run_name: ClassVar[str] = "CrossQ"
     search_space: ClassVar[str | None] = "crossq"

@@ -16,7 +16,6 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from torch import nn
-from torch.nn import functional as F
 
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
@@ -24,6 +23,7 @@ from lit_sb3.core.schedules import LinearSchedule
 from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.dqn import CnnPolicy, DQNPolicy, MlpPolicy, MultiInputPolicy, QNetwork
+from lit_sb3.policies.seed_stack import clip_grad_norm_per_seed, masked_seed_sum, seed_smooth_l1
 
 __all__ = ["DQN"]
 
@@ -65,6 +65,7 @@ class DQN(OffPolicyAlgorithm):
     """
 
     zoo_name: ClassVar[str] = "dqn"
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
     default_run_name: ClassVar[str] = "DQN"
     search_space: ClassVar[str | None] = "dqn"
@@ -216,34 +217,49 @@ class DQN(OffPolicyAlgorithm):
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)
 
+        k, active = self.n_seeds, self._active_mask()
         losses = []
         for _ in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            data = self._sample_replay(batch_size)  # [(K,) batch, ...]
             discounts = data.discounts if data.discounts is not None else self.gamma
 
             # target: greedy value of the next state under the target network
             with th.no_grad():
-                next_q_values = self.q_net_target(data.next_observations).max(dim=1).values.reshape(-1, 1)
+                next_q_values = self.q_net_target(data.next_observations).max(dim=-1).values.unsqueeze(-1)
                 target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
 
             # Q-values of the actions taken
-            current_q_values = th.gather(self.q_net(data.observations), dim=1, index=data.actions.long())
+            current_q_values = th.gather(self.q_net(data.observations), dim=-1, index=data.actions.long())
 
-            # Huber loss (less sensitive to outliers), clipped gradients
-            loss = F.smooth_l1_loss(current_q_values, target_q_values)
+            # Huber loss (less sensitive to outliers), each seed's gradients clipped to max_grad_norm
+            loss = seed_smooth_l1(current_q_values, target_q_values, k)
             losses.append(loss.detach())
             optimizer.zero_grad(set_to_none=True)
-            self._backward(loss)
-            th.nn.utils.clip_grad_norm_(self._q_params, self.max_grad_norm, foreach=True)
+            self._backward(masked_seed_sum(loss, active))
+            clip_grad_norm_per_seed(self._q_params, self.max_grad_norm, k, foreach=True)
             optimizer.step()
 
         self._n_updates += gradient_steps
         self.record("train/n_updates", self._n_updates)
-        self.record("train/loss", losses[0] if len(losses) == 1 else th.stack(losses).mean())
+        self.record("train/loss", losses[0] if len(losses) == 1 else th.stack(losses).mean(0))
+        if k > 1:
+            self._check_finite("loss", th.stack(losses))
         return None
 
     def _policy_actions(self, observation: np.ndarray | dict[str, np.ndarray]) -> np.ndarray:
-        """Epsilon-greedy actions for a batch of observations (collection path)."""
+        """Epsilon-greedy actions for a batch of observations (collection path); K seeds: ``[K, n_envs]``, each
+        seed drawing whether it explores (for its whole env batch, as its separate run) from its own stream."""
+        state = self._seed_state
+        if state is not None:
+            explore = [rng.rand() < self.exploration_rate for rng in state.np_rngs]
+            greedy = None if all(explore) else super()._policy_actions(observation)
+            actions = np.empty((self.n_seeds, self.n_envs), dtype=np.int64)
+            for i, member in enumerate(state.members):
+                if explore[i]:
+                    actions[i] = [member.action_space.sample() for _ in range(self.n_envs)]
+                else:
+                    actions[i] = greedy[i]  # type: ignore[index]
+            return actions
         if np.random.rand() < self.exploration_rate:
             n_batch = self.env.num_envs if self.env is not None else 1
             return np.array([self.action_space.sample() for _ in range(n_batch)])
@@ -277,6 +293,10 @@ class DQN(OffPolicyAlgorithm):
                 action = np.array(self.action_space.sample())
             return action, state
         return self.policy.predict(observation, state, episode_start, deterministic)
+
+    def _sync_member_state(self, i: int, member: Any) -> None:
+        member._n_calls = self._n_calls
+        member.exploration_rate = self.exploration_rate
 
     def _extra_save_data(self) -> dict[str, Any]:
         return {"_n_calls": int(self._n_calls), "exploration_rate": float(self.exploration_rate)}

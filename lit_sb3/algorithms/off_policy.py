@@ -40,9 +40,11 @@ from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
+from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
 from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
 from lit_sb3.buffers.replay import ReplayBuffer
+from lit_sb3.buffers.seed_replay import SeedReplayBuffer
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.noise import ActionNoise, VectorizedActionNoise, noise_from_dict, noise_to_dict
 from lit_sb3.core.preprocessing import is_image_space
@@ -93,8 +95,12 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
 
 
-class OffPolicyAlgorithm(BaseAlgorithm):
+class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     """Base class for off-policy algorithms (SAC, TD3, DDPG, DQN).
+
+    K seeds (``SeedBatch(SAC, seeds=[...])``, see :mod:`lit_sb3.algorithms.seed_dim`): one VecEnv per seed stepped
+    in lockstep (one forward pass acts for all seeds), one :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer`,
+    and the subclass's ``train`` over ``[K, batch, ...]`` minibatches, each seed sampling its own.
 
     Args:
         policy: policy class or alias (``"MlpPolicy"``, ``"CnnPolicy"``, ``"MultiInputPolicy"``).
@@ -261,7 +267,67 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             )
         self.train_freq = TrainFreq(int(frequency), unit)
 
+    def _check_seed_batchable(self) -> None:
+        unsupported = {
+            "replay_buffer_class": self.replay_buffer_class is not None,
+            "optimize_memory_usage": self.optimize_memory_usage,
+            "use_sde": self.use_sde,
+        }
+        unknown = sorted(set(self.replay_buffer_kwargs) - {"handle_timeout_termination"})
+        if unknown:
+            unsupported[f"replay_buffer_kwargs {unknown}"] = True
+        bad = [name for name, flag in unsupported.items() if flag]
+        if bad:
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support {', '.join(bad)} yet (K = 1 does)."
+            )
+
+    def _seeds_sit_out(self) -> bool:
+        # train_freq in episodes: each seed updates when its own episodes complete a cycle, the others sit out
+        return isinstance(self.train_freq, TrainFreq) and self.train_freq.unit == TrainFrequencyUnit.EPISODE
+
+    def _setup_member(self, member: BaseAlgorithm) -> None:
+        # the K-seed model stores the transitions: the member builds its networks with a 1-slot placeholder buffer
+        member.replay_buffer = ReplayBuffer(1, member.observation_space, member.action_space, device="cpu")  # type: ignore[attr-defined]
+        member._setup_model()
+        member.replay_buffer = None  # type: ignore[attr-defined]
+
+    def _setup_seed_model(self) -> None:
+        """K > 1: build the members as their separate runs, stack them, one replay storage for all seeds."""
+        space = self.observation_space
+        if not isinstance(space, spaces.Box) or is_image_space(space):
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds supports vector (Box) observations only yet, got {space} "
+                "(K = 1 supports every space)."
+            )
+        assert self._seed_state is not None
+        if self.n_steps > 1 and any(vn is not None for vn in self._seed_state.normalizers):
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
+            )
+        self._setup_lr_schedule()
+        self._convert_train_freq()
+        self._stack_members()
+        self.replay_buffer = SeedReplayBuffer(  # type: ignore[assignment]
+            self.n_seeds,
+            self.buffer_size,
+            self.observation_space,
+            self.action_space,
+            self.n_envs,
+            self.device,
+            handle_timeout_termination=self.replay_buffer_kwargs.get("handle_timeout_termination", True),
+            n_steps=self.n_steps,
+            gamma=self.gamma,
+        )
+        self._lean_obs = True
+        self._mode_matters = _train_mode_matters(self.policy)
+        if self._seeds_sit_out():  # each seed its own cycle and update count
+            self._n_updates = np.zeros(self.n_seeds, dtype=np.int64)
+            self._seed_cycles = np.zeros((2, self.n_seeds), dtype=np.int64)  # steps, episodes of each seed's cycle
+
     def _setup_model(self) -> None:
+        if self._seed_state is not None:
+            return self._setup_seed_model()
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         self._convert_train_freq()
@@ -336,7 +402,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             self.policy.set_training_mode(mode)
 
     def _on_device_ready(self) -> None:
-        if self.replay_buffer is not None:
+        if isinstance(self.replay_buffer, SeedReplayBuffer):
+            if self.replay_buffer.device != self.device:
+                self.replay_buffer.to(self.device)
+        elif self.replay_buffer is not None:
             self._attach_replay_buffer(self.replay_buffer)
         self._build_param_lists()
 
@@ -381,6 +450,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         gives the same run as not stopping. Under ``fast_dev_run`` the update also runs during the warm-up.
         """
         del batch, batch_idx
+        if self._seed_state is not None:
+            self._run_seed_cycles()
+            self._apply_finite_checks()
+            self._restore_failed()
+            return None
         env, callback, replay_buffer = self.env, self._rl_callback, self.replay_buffer
         assert env is not None and callback is not None and replay_buffer is not None
         assert isinstance(self.train_freq, TrainFreq)
@@ -442,8 +516,11 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         if actions_t.dtype in (th.bfloat16, th.float16):
             actions_t = actions_t.float()
         actions = actions_t.cpu().numpy()
+        if self._seed_state is not None:  # [K, n_envs, ...]
+            actions = actions.reshape((self.n_seeds, self.n_envs, *self.action_space.shape))
         if isinstance(self.action_space, spaces.Box):
-            actions = actions.reshape((-1, *self.action_space.shape))
+            if self._seed_state is None:
+                actions = actions.reshape((-1, *self.action_space.shape))
             if not self.policy.squash_output:
                 actions = self.policy.scale_action(np.clip(actions, self.action_space.low, self.action_space.high))
         return actions
@@ -625,6 +702,299 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         self.log_metrics(metrics, step=self.num_timesteps)
 
     # ------------------------------------------------------------------
+    # K > 1 seeds: lockstep collection into one storage (K = 1 never comes here)
+    # ------------------------------------------------------------------
+
+    def _run_seed_episode_cycles(self) -> None:
+        """``train_freq`` in episodes: lockstep env steps; each seed's cycle ends when its own episodes reach the
+        frequency, and then that seed (alone, or with the seeds whose cycles end on the same step) runs its
+        updates, as its separate run does, while the others sit out."""
+        state = self._seed_state
+        assert state is not None and isinstance(self.train_freq, TrainFreq)
+        single_cycle = self.fit_context is not None and self.fit_context.single_cycle
+        cycles, collected = self._seed_cycles, 0
+        while True:
+            episodes_before = np.array(state.episode_nums)
+            live = np.array([i not in self.failed for i in range(self.n_seeds)])
+            _, stop = self._collect_seed_steps(1)
+            if stop:
+                self._stop_requested = True
+                return None
+            cycles[0] += live
+            cycles[1] += np.array(state.episode_nums) - episodes_before
+            ended = live & (cycles[1] >= self.train_freq.frequency)
+            if ended.any():
+                if self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle):
+                    steps = (
+                        cycles[0] * self.n_envs
+                        if self.gradient_steps < 0
+                        else np.full(self.n_seeds, self.gradient_steps)
+                    )
+                    for gradient_steps in np.unique(steps[ended]):
+                        if gradient_steps > 0:
+                            self._train_seeds(ended & (steps == gradient_steps), int(gradient_steps))
+                cycles[:, ended] = 0
+                self._end_cycle()
+            collected += self.n_envs
+            if self._stop_requested or self._should_end_training_step(collected):
+                return None
+
+    def _train_seeds(self, taking: np.ndarray, gradient_steps: int) -> None:
+        """``train(gradient_steps)`` for the seeds where ``taking`` is True; the others sit out: they draw nothing
+        from their random streams, their optimisers do not step (per-seed optimisers), their parameters, targets
+        and update counts are as before."""
+        state = self._seed_state
+        assert state is not None and state.generators is not None
+        mask = th.as_tensor(taking, device=self.device)
+        generators, saved = state.generators, list(state.generators)
+        for i in np.flatnonzero(~taking):
+            generators[i] = None  # type: ignore[call-overload]
+        snapshot = [link.stacked.detach().clone() for link in state.links]
+        n_updates = np.array(self._n_updates)
+        optimizers = list(self._optimizers_to_save().values())
+        state.update_mask = mask
+        for optimizer in optimizers:
+            optimizer.active = mask  # type: ignore[attr-defined]
+        try:
+            self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+        finally:
+            generators[:] = saved
+            state.update_mask = None
+            for optimizer in optimizers:
+                optimizer.active = None  # type: ignore[attr-defined]
+            self._n_updates = np.where(taking, self._n_updates, n_updates)
+            k = self.n_seeds
+            with th.no_grad():
+                for link, value in zip(state.links, snapshot):
+                    for i in np.flatnonzero(~taking):
+                        link.stacked.view(k, -1)[i].copy_(value.view(k, -1)[i])
+        self._restore_failed()
+
+    def _run_seed_cycles(self) -> None:
+        """Collect/update cycles of K seeds (``train_freq`` lockstep env steps, then ``gradient_steps`` updates)
+        until ``min_env_steps_per_training_step`` env steps, the budget, a stop or a step boundary."""
+        assert isinstance(self.train_freq, TrainFreq)
+        if self.train_freq.unit == TrainFrequencyUnit.EPISODE:
+            return self._run_seed_episode_cycles()
+        single_cycle = self.fit_context is not None and self.fit_context.single_cycle
+        collected = 0
+        while True:
+            steps, stop = self._collect_seed_steps(self.train_freq.frequency)
+            if stop:
+                self._stop_requested = True
+                return None
+            if self._cycle_open:
+                return None
+            collected += steps * self.n_envs
+            if self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle):
+                gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else steps * self.n_envs
+                if gradient_steps > 0:
+                    self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+                    self._restore_failed()
+            self._end_cycle()
+            if self._stop_requested or self._should_end_training_step(collected):
+                return None
+
+    def _collect_seed_steps(self, n_steps: int) -> tuple[int, bool]:
+        """Step every live seed's env up to ``n_steps`` times; returns (steps of this cycle, stop requested)."""
+        callback = self._rl_callback
+        assert callback is not None
+        context = self.fit_context
+        cadences = () if context is None else context.env_step_cadences
+        if self._cycle_open:
+            steps = self._cycle_steps
+            self._cycle_open = False
+        else:
+            steps = 0
+            callback.on_rollout_start()
+        self._set_policy_training_mode(False)
+        n_envs = self.n_envs
+        while steps < n_steps:
+            actions, buffer_actions = self._sample_seed_actions()
+            self.num_timesteps += n_envs
+            self._step_seed_envs(actions, buffer_actions)
+            steps += 1
+            budget_reached = self._has_reached_rl_budget()
+            callback.update_locals(locals())
+            if not callback.on_step() and not budget_reached:
+                return steps, True
+            self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
+            self._on_step()
+            if self._stop_requested:
+                return steps, True
+            if cadences and context.crossed_env_step_boundary(self.num_timesteps - n_envs, self.num_timesteps):
+                context.request_boundary()
+            if budget_reached or (context is not None and context.boundary_requested):
+                if steps < n_steps:
+                    self._cycle_open, self._cycle_steps = True, steps
+                    return steps, False
+                break
+        callback.on_rollout_end()
+        return steps, False
+
+    def _sample_seed_actions(self) -> tuple[np.ndarray, np.ndarray]:
+        """Actions to take and to store for every seed ``[K, n_envs, ...]``: uniform random (each seed's own
+        seeded action space) during the warm-up, else the stacked policy's, plus each seed's action noise."""
+        box = isinstance(self.action_space, spaces.Box)
+        members = self.members
+        if self.num_timesteps < self.learning_starts:
+            unscaled = np.stack([np.array([m.action_space.sample() for _ in range(self.n_envs)]) for m in members])
+            if not box:
+                return unscaled, unscaled
+            scaled = self.policy.scale_action(unscaled)
+        else:
+            scaled = self._policy_actions(self._last_obs)  # type: ignore[arg-type]
+            if not box:
+                return scaled, scaled
+        noises = [m.action_noise for m in members]  # type: ignore[attr-defined]
+        if any(n is not None for n in noises):
+            scaled = np.stack([np.clip(a + n(), -1, 1) if n is not None else a for a, n in zip(scaled, noises)]).astype(
+                scaled.dtype, copy=False
+            )
+        return self.policy.unscale_action(scaled), scaled
+
+    def _step_seed_envs(self, actions: np.ndarray, buffer_actions: np.ndarray) -> None:
+        """Step each live seed's env, check its rewards/observations, store all K transitions at once."""
+        state, storage, last_obs = self._seed_state, self.replay_buffer, self._last_obs
+        assert state is not None and isinstance(storage, SeedReplayBuffer) and isinstance(last_obs, np.ndarray)
+        k = self.n_seeds
+        new_obs, next_obs = last_obs.copy(), last_obs.copy()
+        original_obs = self._last_original_obs if self._last_original_obs is not None else last_obs
+        next_original = original_obs.copy()  # type: ignore[union-attr]
+        rewards = np.zeros((k, self.n_envs), dtype=np.float32)
+        dones = np.zeros((k, self.n_envs), dtype=np.float32)
+        timeouts = np.zeros((k, self.n_envs), dtype=np.float32)
+        if isinstance(self.action_space, spaces.Box):
+            finite = np.isfinite(buffer_actions.reshape(k, -1)).all(1)
+            if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
+                self._apply_finite_checks()
+                for i in np.flatnonzero(~finite):
+                    if int(i) not in self.failed:
+                        self.fail_seed(int(i), f"diverged: non-finite action at step {self.num_timesteps}")
+        stepped = []
+        for i in self.active_seeds:
+            obs_i, reward_i, done_i, infos = state.envs[i].step(actions[i])
+            vec_normalize = state.normalizers[i]
+            if vec_normalize is not None:
+                raw_obs, raw_reward = vec_normalize.get_original_obs(), vec_normalize.get_original_reward()
+            else:
+                raw_obs, raw_reward = obs_i, reward_i
+            new_obs[i] = obs_i
+            next_original[i] = next_obs[i] = raw_obs
+            rewards[i] = raw_reward
+            if done_i.any():
+                dones[i] = done_i
+                noise = state.members[i].action_noise  # type: ignore[attr-defined]
+                for j in np.flatnonzero(done_i):
+                    terminal = infos[j].get("terminal_observation")
+                    if terminal is not None:
+                        next_obs[i, j] = (
+                            vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
+                        )
+                    if infos[j].get("TimeLimit.truncated", False):
+                        timeouts[i, j] = 1.0
+                        if storage.handle_timeout_termination:
+                            dones[i, j] = 0.0  # a timeout is not a terminal state
+                    if noise is not None:
+                        noise.reset(**({"indices": [int(j)]} if self.n_envs > 1 else {}))
+            stepped.append((i, infos, done_i))
+        # non-finite rewards or observations from an env: that seed is masked before anything is stored
+        bad_reward = ~np.isfinite(rewards).all(1)
+        bad_obs = ~np.isfinite(next_obs.reshape(k, -1)).all(1)
+        for i, infos, done_i in stepped:
+            if bad_reward[i] or bad_obs[i]:
+                what = "reward" if bad_reward[i] else "observation"
+                self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
+                continue
+            self._update_seed_info_buffers(i, infos, done_i)
+            for _ in range(int(done_i.sum())):
+                state.episode_nums[i] += 1
+                if self._log_interval and state.episode_nums[i] % self._log_interval == 0:
+                    self._dump_seed(i)
+        storage.add(original_obs, next_obs, buffer_actions, rewards, dones, timeouts)  # type: ignore[arg-type]
+        self._last_obs = new_obs
+        if self._last_original_obs is not None:
+            self._last_original_obs = next_original
+
+    def _dump_seed(self, i: int) -> None:
+        """Seed index i's time/rollout metrics and its buffered train metrics (its separate run's ``dump_logs``)."""
+        state = self._seed_state
+        assert state is not None
+        time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
+        metrics: dict[str, Any] = {
+            "time/episodes": state.episode_nums[i],
+            "time/fps": int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed),
+            "time/time_elapsed": int(time_elapsed),
+            "time/total_timesteps": self.num_timesteps,
+        }
+        infos = state.ep_info_buffers[i]
+        if infos:
+            metrics["rollout/ep_rew_mean"] = safe_mean([info["r"] for info in infos])
+            metrics["rollout/ep_len_mean"] = safe_mean([info["l"] for info in infos])
+        if state.ep_success_buffers[i]:
+            metrics["rollout/success_rate"] = safe_mean(state.ep_success_buffers[i])
+        self.dump_seed_logs(i, metrics)
+
+    def _sample_replay(self, batch_size: int) -> Any:
+        """A minibatch for the update: ``[batch, ...]`` tensors at K = 1 (the replay buffer's sample, as before),
+        ``[K, batch, ...]`` at K > 1 (each seed's own indices from its own stream, observations and rewards
+        normalised with each seed's VecNormalize)."""
+        state, buffer = self._seed_state, self.replay_buffer
+        assert buffer is not None
+        if state is None:
+            return buffer.sample(batch_size, env=self._vec_normalize_env)
+        assert isinstance(buffer, SeedReplayBuffer) and state.generators is not None
+        data = buffer.sample(batch_size, state.generators)
+        if not any(vn is not None for vn in state.normalizers):
+            return data
+        if self.n_steps > 1:
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
+            )
+        obs, next_obs = data.observations.cpu().numpy(), data.next_observations.cpu().numpy()
+        rewards = data.rewards.cpu().numpy()
+        for i, vn in enumerate(state.normalizers):
+            if vn is not None:
+                obs[i], next_obs[i] = vn.normalize_obs(obs[i]), vn.normalize_obs(next_obs[i])
+                rewards[i] = vn.normalize_reward(rewards[i])
+        dev = self.device
+        return data._replace(
+            observations=th.as_tensor(obs, device=dev),
+            next_observations=th.as_tensor(next_obs, device=dev),
+            rewards=th.as_tensor(rewards, device=dev),
+        )
+
+    def replay_buffer_of(self, i: int) -> ReplayBuffer:
+        """Seed index i's transitions as an ordinary :class:`ReplayBuffer` (K > 1; e.g. ``m = model.member(i);
+        m.replay_buffer = model.replay_buffer_of(i)`` to continue that seed alone; timeouts are already folded into
+        the stored dones). At K = 1: the replay buffer.
+
+        Args:
+            i: seed index.
+        """
+        self._check_seed_index(i)
+        storage = self.replay_buffer
+        if not isinstance(storage, SeedReplayBuffer):
+            if storage is None:
+                raise RuntimeError("there is no replay buffer yet: train the model (fit) first.")
+            return storage
+        buffer = ReplayBuffer(
+            self.buffer_size,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            n_envs=self.n_envs,
+            handle_timeout_termination=False,
+        )
+        size = min(storage.capacity, buffer.buffer_size)
+        with th.no_grad():
+            for name in SeedReplayBuffer.FIELDS:
+                target = getattr(buffer, name)
+                target[:size].copy_(getattr(storage, name)[i, :size].reshape(target[:size].shape))
+        buffer.pos, buffer.full = storage.pos, storage.full
+        return buffer
+
+    # ------------------------------------------------------------------
     # Replay buffer I/O (npz, no pickle)
     # ------------------------------------------------------------------
 
@@ -703,6 +1073,15 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     ) -> tuple[int, BaseCallback]:
         if reset_num_timesteps:  # a fresh count starts a fresh cycle
             self._cycle_open, self._cycle_steps, self._cycle_episodes = False, 0, 0
+        if self._seed_state is not None:
+            if reset_num_timesteps and self._seeds_sit_out() and self.policy_ready:
+                self._seed_cycles[:] = 0
+            if self.n_envs > 1:
+                for member in self.members:
+                    noise = member.action_noise  # type: ignore[attr-defined]
+                    if noise is not None and not isinstance(noise, VectorizedActionNoise):
+                        member.action_noise = VectorizedActionNoise(noise, self.n_envs)  # type: ignore[attr-defined]
+            return super()._setup_learn(total_timesteps, callback, run_name, reset_num_timesteps, progress_bar)
         replay_buffer = self.replay_buffer
         truncate_last_traj = (
             self.optimize_memory_usage

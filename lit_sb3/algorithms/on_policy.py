@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -18,14 +19,47 @@ import torch as th
 from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
+from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
 from lit_sb3.buffers.rollout import DictRolloutBuffer, RolloutBuffer
 from lit_sb3.callbacks.base import BaseCallback
+from lit_sb3.core.preprocessing import is_image_space
 from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
-from lit_sb3.utils.math import safe_mean
+from lit_sb3.policies.seed_stack import clip_grad_norm_per_seed
+from lit_sb3.utils.math import explained_variance, safe_mean
 from lit_sb3.vec_env import VecEnv
 
-__all__ = ["OnPolicyAlgorithm", "run_iterations"]
+__all__ = ["OnPolicyAlgorithm", "run_iterations", "seed_average", "seed_normalize"]
+
+
+def seed_normalize(x: th.Tensor, n_seeds: int) -> th.Tensor:
+    """Advantages normalised per seed over its samples (the last dimension): ``(x - mean) / (std + 1e-8)``
+    (K = 1: over the whole tensor, the single-seed run's reduction).
+
+    Args:
+        x: per-seed values ``[K, batch]`` (K = 1: ``[batch]``).
+        n_seeds: K.
+    """
+    if n_seeds == 1:
+        return (x - x.mean()) / (x.std() + 1e-8)
+    return (x - x.mean(-1, keepdim=True)) / (x.std(-1, keepdim=True) + 1e-8)
+
+
+def seed_average(values: list[th.Tensor], weights: list[th.Tensor]) -> th.Tensor | float:
+    """Each seed's mean of per-minibatch values over the minibatches it took part in (NaN if none).
+
+    Args:
+        values: ``[K]`` values (K = 1: ``[1]``), one per minibatch.
+        weights: K > 1: ``[K]`` booleans per minibatch, whether the seed took part (empty: every seed did all).
+    """
+    if not values:
+        return np.nan
+    stacked = th.stack(values)
+    if not weights:
+        return stacked.mean()
+    took_part = th.stack(weights)
+    total = th.where(took_part, stacked, th.zeros_like(stacked)).sum(0)
+    return total / took_part.sum(0)
 
 
 def run_iterations(model: BaseAlgorithm, collect: Callable[[], bool]) -> None:
@@ -68,8 +102,13 @@ def obs_as_tensor(obs: np.ndarray | dict[str, np.ndarray], device: th.device) ->
     return th.as_tensor(obs, device=device)
 
 
-class OnPolicyAlgorithm(BaseAlgorithm):
+class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     """Base class for on-policy algorithms.
+
+    K seeds (``SeedBatch(PPO, seeds=[...])``, see :mod:`lit_sb3.algorithms.seed_dim`): one VecEnv per seed stepped
+    in lockstep (one forward pass acts for all seeds), one rollout storage with the seeds' columns side by side
+    (GAE per seed), and the subclass's ``train`` over ``[K, batch, ...]`` minibatches, each seed shuffled by its own
+    stream, with per-seed losses, clipping, optimiser steps and ``target_kl`` stops.
 
     Args:
         policy: policy class or alias.
@@ -155,7 +194,47 @@ class OnPolicyAlgorithm(BaseAlgorithm):
     # Set-up
     # ------------------------------------------------------------------
 
+    def _seeds_sit_out(self) -> bool:
+        return True  # a seed stops alone on target_kl (or a non-finite loss): per-seed optimiser steps
+
+    def _check_seed_batchable(self) -> None:
+        unsupported = {
+            "use_sde": self.use_sde,
+            "rollout_buffer_class": self.rollout_buffer_class is not None,
+            "rollout_buffer_kwargs": bool(self.rollout_buffer_kwargs),
+        }
+        bad = [name for name, flag in unsupported.items() if flag]
+        if bad:
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support {', '.join(bad)} yet (K = 1 does)."
+            )
+
+    def _setup_seed_model(self) -> None:
+        """K > 1: build the members as their separate runs, stack their policies (the optimiser per seed: a seed
+        sits out the rest of an update after its ``target_kl`` stop), one rollout storage for all seeds."""
+        space = self.observation_space
+        if isinstance(space, spaces.Dict) or is_image_space(space):
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds supports vector observations only yet, got {space} "
+                "(K = 1 supports every space)."
+            )
+        self._setup_lr_schedule()
+        self._stack_members()
+        self.policy.n_seeds = self.n_seeds
+        self.rollout_buffer = self._default_rollout_buffer_class()(
+            self.n_steps,
+            self.observation_space,
+            self.action_space,
+            device=self.device,
+            gamma=self.gamma,
+            gae_lambda=self.gae_lambda,
+            n_envs=self.n_envs,
+            n_seeds=self.n_seeds,
+        )
+
     def _setup_model(self) -> None:
+        if self._seed_state is not None:
+            return self._setup_seed_model()
         self._setup_lr_schedule()
         self.set_random_seed(self.seed)
         # the policy first (building the buffer draws no random numbers): a recurrent buffer's shape needs its LSTM
@@ -290,8 +369,8 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         states before the step). Called under ``no_grad``.
 
         Args:
-            env: the training VecEnv (before its step).
-            obs_tensor: the current observations as tensors.
+            env: the training VecEnv (before its step); None for K > 1 seeds (their envs are :attr:`envs`).
+            obs_tensor: the current observations as tensors (``[K, n_envs, ...]`` for K > 1).
         """
         actions, values, log_probs = self.policy(obs_tensor)
         return actions, values, log_probs, {}
@@ -321,6 +400,10 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         fire per env step, the budget is checked after every rollout, logs are dumped every ``log_interval``
         iterations.
         """
+        if self._seed_state is not None:
+            run_iterations(self, self._collect_seed_rollouts)
+            self._apply_finite_checks()
+            return
         assert self.env is not None and self._rl_callback is not None
         env, callback, buffer = self.env, self._rl_callback, self.rollout_buffer
         run_iterations(self, lambda: self.collect_rollouts(env, callback, buffer, n_rollout_steps=self.n_steps))
@@ -330,32 +413,223 @@ class OnPolicyAlgorithm(BaseAlgorithm):
         raise NotImplementedError
 
     def _clip_grad_norm_fn(self) -> Callable[[], Any]:
-        """Gradient-norm clipping of the policy's parameters (``max_grad_norm``), as SB3.
+        """Gradient-norm clipping of the policy's parameters (``max_grad_norm``), as SB3; K > 1: each seed's
+        gradients by their own norm (:func:`~lit_sb3.policies.seed_stack.clip_grad_norm_per_seed`).
 
         The parameter list is built once per update and the norms use torch's ``foreach`` kernels on CPU/CUDA
         (one call for all tensors instead of one per tensor; same result).
         """
         params = [p for p in self.policy.parameters()]
-        foreach = True if self.device.type in ("cpu", "cuda") else None
         max_norm = self.max_grad_norm
+        if self.n_seeds > 1:
+            n_seeds = self.n_seeds
+            return lambda: clip_grad_norm_per_seed(params, max_norm, n_seeds)
+        foreach = True if self.device.type in ("cpu", "cuda") else None
         return lambda: th.nn.utils.clip_grad_norm_(params, max_norm, foreach=foreach)
 
+    # ------------------------------------------------------------------
+    # The update over the seed dimension (K = 1: the single-seed objects and reductions)
+    # ------------------------------------------------------------------
+
+    def _minibatches(self, batch_size: int | None) -> Iterator[Any]:
+        """The rollout's shuffled minibatches: K = 1 the buffer's own (``[batch, ...]``, global torch stream);
+        K > 1 ``[K, batch, ...]``, each seed shuffled by its own stream.
+
+        Args:
+            batch_size: minibatch size per seed (None: the whole rollout).
+        """
+        if self.n_seeds == 1:
+            return self.rollout_buffer.get(batch_size)
+        return self.rollout_buffer.get_seeds(batch_size, self.seed_generators)
+
+    def _live_seed_mask(self) -> th.Tensor | None:
+        """K > 1: ``[K]`` bool of the seeds that update (not failed); None at K = 1."""
+        if self.n_seeds == 1:
+            return None
+        mask = self._active_mask()
+        return th.ones(self.n_seeds, dtype=th.bool, device=self.device) if mask is None else mask
+
+    def _count_updates(self, took_part: th.Tensor | None) -> None:
+        """Count one update (SB3's ``_n_updates``); K > 1: ``_n_updates`` is each seed's count (``[K]`` integers,
+        what ``member(i)`` gets), and only the seeds in ``took_part`` count (a seed stopped by ``target_kl`` counts
+        as its separate run does).
+
+        Args:
+            took_part: ``[K]`` bool (None at K = 1).
+        """
+        if took_part is None:
+            self._n_updates += 1
+            return
+        counts = self._n_updates if isinstance(self._n_updates, np.ndarray) else np.zeros(self.n_seeds, dtype=np.int64)
+        self._n_updates = counts + took_part.cpu().numpy().astype(np.int64)
+
+    def _seed_metric(self, value: th.Tensor) -> th.Tensor:
+        """A per-seed value ``[K]`` as recorded: K = 1 the single run's 0-d tensor."""
+        return value.reshape(()) if self.n_seeds == 1 else value
+
+    def _explained_variance(self) -> float | th.Tensor:
+        """``train/explained_variance`` of the rollout: a float (K = 1), or each seed's over its own columns."""
+        buffer = self.rollout_buffer
+        if self.n_seeds == 1:
+            return explained_variance(buffer.values.flatten(), buffer.returns.flatten())
+        return th.tensor(
+            [
+                explained_variance(
+                    buffer.seed_slice(buffer.values, i).flatten(), buffer.seed_slice(buffer.returns, i).flatten()
+                )
+                for i in range(self.n_seeds)
+            ]
+        )
+
+    def _policy_std(self) -> th.Tensor:
+        """``train/std``: the mean std of the Gaussian policy (each seed's at K > 1)."""
+        std = th.exp(self.policy.log_std.detach())
+        return std.mean() if self.n_seeds == 1 else std.reshape(self.n_seeds, -1).mean(1)
+
     def dump_logs(self, iteration: int = 0) -> None:
-        """Send rollout/time metrics (and the buffered train metrics) to the loggers."""
-        assert self.ep_info_buffer is not None and self.ep_success_buffer is not None
+        """Send rollout/time metrics (and the buffered train metrics) to the loggers; K > 1: each live seed's as
+        ``seed{i}/<key>``."""
         time_elapsed = max((time.time_ns() - self.start_time) / 1e9, 1e-9)
-        metrics: dict[str, Any] = {
-            "time/iterations": iteration,
-            "time/fps": int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed),
-            "time/time_elapsed": int(time_elapsed),
-            "time/total_timesteps": self.num_timesteps,
-        }
-        if len(self.ep_info_buffer) > 0:
-            metrics["rollout/ep_rew_mean"] = safe_mean([ep["r"] for ep in self.ep_info_buffer])
-            metrics["rollout/ep_len_mean"] = safe_mean([ep["l"] for ep in self.ep_info_buffer])
-        if len(self.ep_success_buffer) > 0:
-            metrics["rollout/success_rate"] = safe_mean(self.ep_success_buffer)
-        self.log_metrics(metrics, step=self.num_timesteps)
+        state = self._seed_state
+        for i in self.active_seeds:
+            metrics: dict[str, Any] = {
+                "time/iterations": iteration,
+                "time/fps": int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed),
+                "time/time_elapsed": int(time_elapsed),
+                "time/total_timesteps": self.num_timesteps,
+            }
+            infos = self.ep_info_buffer if state is None else state.ep_info_buffers[i]
+            successes = self.ep_success_buffer if state is None else state.ep_success_buffers[i]
+            assert infos is not None and successes is not None
+            if len(infos) > 0:
+                metrics["rollout/ep_rew_mean"] = safe_mean([ep["r"] for ep in infos])
+                metrics["rollout/ep_len_mean"] = safe_mean([ep["l"] for ep in infos])
+            if len(successes) > 0:
+                metrics["rollout/success_rate"] = safe_mean(successes)
+            if state is None:
+                self.log_metrics(metrics, step=self.num_timesteps)
+            else:
+                self.dump_seed_logs(i, metrics)
+
+    # ------------------------------------------------------------------
+    # K > 1 seeds: lockstep rollouts of every live seed's env (K = 1 never comes here)
+    # ------------------------------------------------------------------
+
+    def _collect_seed_rollouts(self) -> bool:
+        """Fill the rollout storage with ``n_steps`` lockstep steps of every live seed's VecEnv (one forward pass
+        acts for all seeds, each sampling from its own stream); False if a callback stopped training.
+
+        What :meth:`collect_rollouts` does per seed: time-outs bootstrapped with ``gamma * V(terminal obs)``, GAE
+        per seed. A failed seed's env does not step (its columns are never used: its update is masked).
+        """
+        callback, rollout_buffer = self._rl_callback, self.rollout_buffer
+        assert callback is not None and self._last_obs is not None
+        self._apply_finite_checks()  # a seed whose last update was not finite stops before acting again
+        if not self.active_seeds:
+            return False
+        self.policy.set_training_mode(False)
+        rollout_buffer.reset()
+        callback.on_rollout_start()
+        clip_actions = isinstance(self.action_space, spaces.Box)
+        device = self.device
+        new_obs, dones = self._last_obs, self._last_episode_starts
+        for _ in range(self.n_steps):
+            with th.no_grad():
+                obs_tensor = obs_as_tensor(self._last_obs, device)
+                actions, values, log_probs, add_kwargs = self._rollout_policy_step(None, obs_tensor)
+            if values.dtype != th.float32:  # bf16 autocast or 64-true: the buffers hold float32
+                actions = actions.float() if actions.is_floating_point() else actions
+                values, log_probs = values.float(), log_probs.float()
+            actions = actions.cpu().numpy()
+            clipped_actions = actions
+            if clip_actions:
+                if self.policy.squash_output:
+                    clipped_actions = self.policy.unscale_action(clipped_actions)
+                else:
+                    clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
+            new_obs, rewards, dones, infos = self._step_seed_envs(clipped_actions)
+            self.num_timesteps += self.n_envs
+            callback.update_locals(locals())
+            if not callback.on_step():
+                return False
+            for i in self.active_seeds:
+                self._update_seed_info_buffers(i, infos[i], dones[i])
+            if isinstance(self.action_space, spaces.Discrete):
+                actions = actions.reshape(*actions.shape, 1)
+            self._bootstrap_seed_timeouts(new_obs, rewards, dones, infos)
+            rollout_buffer.add(
+                self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs, **add_kwargs
+            )
+            self._last_obs = new_obs
+            self._last_episode_starts = dones
+        with th.no_grad():
+            values = self.policy.predict_values(obs_as_tensor(new_obs, device)).float()
+        rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
+        callback.update_locals(locals())
+        callback.on_rollout_end()
+        return True
+
+    def _step_seed_envs(
+        self, actions: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[dict[str, Any]]]]:
+        """One step of every live seed's VecEnv (``actions[i]`` for seed i): observations ``[K, n_envs, ...]``,
+        rewards and dones ``[K, n_envs]`` and each seed's infos. A seed whose env returns a non-finite reward or
+        observation is failed and its step undone (it keeps its last observation; its env steps no more)."""
+        assert self._last_obs is not None
+        k, n_envs = self.n_seeds, self.n_envs
+        new_obs = np.array(self._last_obs, copy=True)
+        rewards = np.zeros((k, n_envs), dtype=np.float32)
+        dones = np.zeros((k, n_envs), dtype=bool)
+        infos: list[list[dict[str, Any]]] = [[{} for _ in range(n_envs)] for _ in range(k)]
+        envs = self.envs
+        live = self.active_seeds
+        for i in live:
+            new_obs[i], rewards[i], dones[i], infos[i] = envs[i].step(actions[i])
+        if not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):  # one check for all seeds
+            for i in live:
+                bad_reward = not np.isfinite(rewards[i]).all()
+                if bad_reward or not np.isfinite(new_obs[i]).all():
+                    what = "reward" if bad_reward else "observation"
+                    self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps + n_envs}")
+                    new_obs[i], rewards[i], dones[i] = self._last_obs[i], 0.0, False
+                    infos[i] = [{} for _ in range(n_envs)]
+        return new_obs, rewards, dones, infos
+
+    def _bootstrap_seed_timeouts(
+        self, new_obs: np.ndarray, rewards: np.ndarray, dones: np.ndarray, infos: list[list[dict[str, Any]]]
+    ) -> None:
+        """Add ``gamma * V(terminal observation)`` to the rewards of time-outs (as :meth:`collect_rollouts`), with
+        one batched value call for all seeds' time-outs of this step."""
+        where = [
+            (i, j)
+            for i in self.active_seeds
+            for j in np.flatnonzero(dones[i])
+            if infos[i][j].get("terminal_observation") is not None and infos[i][j].get("TimeLimit.truncated", False)
+        ]
+        if not where:
+            return
+        terminal = np.array(new_obs, copy=True)
+        for i, j in where:
+            terminal[i, j] = infos[i][j]["terminal_observation"]
+        with th.no_grad():
+            values = self.policy.predict_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
+        for i, j in where:
+            rewards[i, j] += self.gamma * float(values[i, j, 0])
+
+    def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
+        """Seed index i's counters, episode statistics and last observations into member i."""
+        state = self._seed_state
+        assert state is not None and isinstance(member, OnPolicyAlgorithm)
+        member._iteration = self._iteration
+        member.ep_info_buffer = (
+            deque(state.ep_info_buffers[i], maxlen=member.stats_window_size) if state.ep_info_buffers else None
+        )
+        member.ep_success_buffer = (
+            deque(state.ep_success_buffers[i], maxlen=member.stats_window_size) if state.ep_success_buffers else None
+        )
+        if self._last_obs is not None:
+            member._last_obs = np.array(self._last_obs[i], copy=True)
+            member._last_episode_starts = np.array(self._last_episode_starts[i], copy=True)
 
     def _extra_checkpoint_state(self) -> dict[str, Any]:
         return {"iteration": self._iteration}

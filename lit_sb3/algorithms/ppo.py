@@ -10,17 +10,15 @@ from __future__ import annotations
 import warnings
 from typing import Any, ClassVar
 
-import numpy as np
 import torch as th
 from gymnasium import spaces
-from torch.nn import functional as F
 
-from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm, seed_average, seed_normalize
 from lit_sb3.buffers.rollout import RolloutBuffer
 from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
-from lit_sb3.utils.math import explained_variance
+from lit_sb3.policies.seed_stack import masked_seed_sum, seed_mean, seed_mse
 
 __all__ = ["PPO"]
 
@@ -62,6 +60,8 @@ class PPO(OnPolicyAlgorithm):
     """
 
     zoo_name: ClassVar[str] = "ppo"
+    # its update is written over the seed dimension (SeedBatch(PPO, seeds=[...]))
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
         spaces.Box,
         spaces.Discrete,
@@ -179,12 +179,18 @@ class PPO(OnPolicyAlgorithm):
         return values, log_prob, entropy, rollout_data
 
     def train(self, mode: bool | None = None) -> Any:
-        """PPO update: ``n_epochs`` passes of clipped-surrogate minibatch steps over the rollout.
+        """PPO update: ``n_epochs`` passes of clipped-surrogate minibatch steps over the rollout, for every seed.
+
+        Written over the seed dimension K: minibatches are ``[K, batch, ...]`` (K = 1: the single-seed buffer's
+        ``[batch, ...]``), every loss is per seed (``[K]``) and the optimiser minimises their sum over the seeds
+        still running, so each seed's gradient, clipping and ``target_kl`` stop are its own. At K = 1 every
+        reduction is the single-seed one (bitwise SB3's update).
 
         ``train(True/False)`` is ``nn.Module.train`` (``eval()`` calls it), not an update.
         """
         if mode is not None:
             return th.nn.Module.train(self, mode)
+        K = self.n_seeds
         self.policy.set_training_mode(True)
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)
@@ -197,75 +203,106 @@ class PPO(OnPolicyAlgorithm):
         )
 
         pg_losses, value_losses, entropy_losses, clip_fractions, approx_kls = [], [], [], [], []
-        loss = th.zeros(())
+        # K > 1: which seeds took part in each minibatch (a seed stops alone on target_kl or a non-finite loss)
+        running = self._live_seed_mask()
+        weights: list[th.Tensor] = []
+        loss = th.zeros(K)
         continue_training = True
         epoch = 0
         for epoch in range(self.n_epochs):
-            for rollout_data in self.rollout_buffer.get(self.batch_size):
+            epoch_ran = running
+            for rollout_data in self._minibatches(self.batch_size):
                 actions = rollout_data.actions
                 if isinstance(self.action_space, spaces.Discrete):
-                    actions = rollout_data.actions.long().flatten()
+                    actions = rollout_data.actions.long().flatten(-2)  # [..., batch, 1] -> [..., batch]
                 values, log_prob, entropy, rollout_data = self._evaluate_minibatch(rollout_data, actions)
-                values = values.flatten()
+                values = values.reshape(log_prob.shape)
 
+                # advantages normalised per seed over its minibatch
                 advantages = rollout_data.advantages
-                if self.normalize_advantage and len(advantages) > 1:
-                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                if self.normalize_advantage and advantages.shape[-1] > 1:
+                    advantages = seed_normalize(advantages, K)
 
-                # clipped surrogate objective
+                # clipped surrogate objective: L_pi = -E[min(r A, clip(r, 1 - eps, 1 + eps) A)], r = pi / pi_old
                 ratio = th.exp(log_prob - rollout_data.old_log_prob)
                 policy_loss_1 = advantages * ratio
                 policy_loss_2 = advantages * th.clamp(ratio, 1 - clip_range, 1 + clip_range)
-                policy_loss = -th.min(policy_loss_1, policy_loss_2).mean()
+                policy_loss = -seed_mean(th.min(policy_loss_1, policy_loss_2), K)
 
-                # value loss, optionally clipped around the old values
+                # value loss L_V = E[(R - V)^2], V optionally clipped around the old values
                 if clip_range_vf is None:
                     values_pred = values
                 else:
                     values_pred = rollout_data.old_values + th.clamp(
                         values - rollout_data.old_values, -clip_range_vf, clip_range_vf
                     )
-                value_loss = F.mse_loss(rollout_data.returns, values_pred)
+                value_loss = seed_mse(rollout_data.returns, values_pred, K)
 
-                # entropy bonus (approximated by -log_prob when the distribution has no closed form)
-                entropy_loss = -th.mean(-log_prob) if entropy is None else -th.mean(entropy)
+                # entropy bonus L_H = -E[H] (approximated by E[log pi] when the distribution has no closed form)
+                entropy_loss = -seed_mean(-log_prob, K) if entropy is None else -seed_mean(entropy, K)
 
+                # L = L_pi + c_H L_H + c_V L_V, one per seed: [K]
                 loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
 
                 with th.no_grad():
+                    # approx KL(pi_old || pi) = E[(r - 1) - log r]
                     log_ratio = log_prob - rollout_data.old_log_prob
-                    approx_kl = th.mean((th.exp(log_ratio) - 1) - log_ratio)
-                    clip_fractions.append(th.mean((th.abs(ratio - 1) > clip_range).float()))
+                    approx_kl = seed_mean((th.exp(log_ratio) - 1) - log_ratio, K)
+                    clip_fractions.append(seed_mean((th.abs(ratio - 1) > clip_range).float(), K))
                 pg_losses.append(policy_loss.detach())
                 value_losses.append(value_loss.detach())
                 entropy_losses.append(entropy_loss.detach())
                 approx_kls.append(approx_kl)
 
-                if self.target_kl is not None and float(approx_kl) > 1.5 * self.target_kl:
+                if running is None:  # K = 1: the single-seed stop
+                    if self.target_kl is not None and float(approx_kl) > 1.5 * self.target_kl:
+                        continue_training = False
+                        if self.verbose >= 1:
+                            print(f"Early stopping at step {epoch} due to reaching max kl: {float(approx_kl):.2f}")
+                        break
+                    optimizer.zero_grad(set_to_none=True)
+                    self._backward(loss.sum())
+                    clip_grad_norm()
+                    optimizer.step()
+                    continue
+
+                weights.append(running)
+                # a non-finite loss (or gradient) stops its seed alone, which is failed after this update
+                self._check_finite("loss", loss)
+                running = running & th.isfinite(loss.detach())
+                if self.target_kl is not None:
+                    stop = running & (approx_kl > 1.5 * self.target_kl)
+                    if bool(stop.any()):  # one sync per minibatch, as the single run's float(approx_kl)
+                        if self.verbose >= 1:
+                            for i in th.nonzero(stop).flatten().tolist():
+                                print(
+                                    f"seed index {i}: early stopping at step {epoch} due to reaching max kl: "
+                                    f"{float(approx_kl[i]):.2f}"
+                                )
+                        running = running & ~stop
+                if not bool(running.any()):
                     continue_training = False
-                    if self.verbose >= 1:
-                        print(f"Early stopping at step {epoch} due to reaching max kl: {float(approx_kl):.2f}")
                     break
-
                 optimizer.zero_grad(set_to_none=True)
-                self._backward(loss)
-                clip_grad_norm()
-                optimizer.step()
+                self._backward(masked_seed_sum(loss, running))
+                grad_norms = clip_grad_norm()
+                self._check_finite("gradient", grad_norms)
+                running = running & th.isfinite(grad_norms)
+                optimizer.step(running)
 
-            self._n_updates += 1
+            self._count_updates(epoch_ran)
             if not continue_training:
                 break
 
-        explained_var = explained_variance(self.rollout_buffer.values.flatten(), self.rollout_buffer.returns.flatten())
-        self.record("train/entropy_loss", th.stack(entropy_losses).mean() if entropy_losses else np.nan)
-        self.record("train/policy_gradient_loss", th.stack(pg_losses).mean() if pg_losses else np.nan)
-        self.record("train/value_loss", th.stack(value_losses).mean() if value_losses else np.nan)
-        self.record("train/approx_kl", th.stack(approx_kls).mean() if approx_kls else np.nan)
-        self.record("train/clip_fraction", th.stack(clip_fractions).mean() if clip_fractions else np.nan)
-        self.record("train/loss", loss.detach())
-        self.record("train/explained_variance", explained_var)
+        self.record("train/entropy_loss", seed_average(entropy_losses, weights))
+        self.record("train/policy_gradient_loss", seed_average(pg_losses, weights))
+        self.record("train/value_loss", seed_average(value_losses, weights))
+        self.record("train/approx_kl", seed_average(approx_kls, weights))
+        self.record("train/clip_fraction", seed_average(clip_fractions, weights))
+        self.record("train/loss", self._seed_metric(loss.detach()))
+        self.record("train/explained_variance", self._explained_variance())
         if hasattr(self.policy, "log_std"):
-            self.record("train/std", th.exp(self.policy.log_std.detach()).mean())
+            self.record("train/std", self._policy_std())
         self.record("train/n_updates", self._n_updates)
         self.record("train/clip_range", clip_range)
         if clip_range_vf is not None:

@@ -76,6 +76,8 @@ class MaskablePPO(PPO):
     """
 
     zoo_name: ClassVar[str] = "ppo_mask"
+    # its collection and update are written over the seed dimension (SeedBatch(MaskablePPO, seeds=[...]))
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (
         spaces.Discrete,
         spaces.MultiDiscrete,
@@ -166,9 +168,9 @@ class MaskablePPO(PPO):
         return policy
 
     def _prepare_fit(self) -> None:
-        assert self.env is not None
-        if self.use_masking and not is_masking_supported(self.env):
-            get_action_masks(self.env)  # raises the one-line error naming the env
+        for env in self.envs:  # K > 1: every seed's env
+            if self.use_masking and not is_masking_supported(env):
+                get_action_masks(env)  # raises the one-line error naming the env
         if not isinstance(self.rollout_buffer, (MaskableRolloutBuffer, MaskableDictRolloutBuffer)):
             raise ValueError(
                 f"MaskablePPO needs a rollout buffer that stores action masks, got {type(self.rollout_buffer).__name__}"
@@ -182,7 +184,11 @@ class MaskablePPO(PPO):
     def _rollout_policy_step(
         self, env: VecEnv, obs_tensor: th.Tensor | dict[str, th.Tensor]
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor, dict[str, Any]]:
-        action_masks = get_action_masks(env) if self.use_masking else None  # None: all allowed, stored as such
+        action_masks = None  # None: all allowed, stored as such
+        if self.use_masking:  # K > 1 (env None): each seed's env's masks, [K, n_envs, mask_dims]
+            action_masks = (
+                get_action_masks(env) if env is not None else np.stack([get_action_masks(e) for e in self.envs])
+            )
         actions, values, log_probs = self.policy(obs_tensor, action_masks=action_masks)
         return actions, values, log_probs, {"action_masks": action_masks}
 

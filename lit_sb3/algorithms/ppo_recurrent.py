@@ -74,6 +74,8 @@ class RecurrentPPO(PPO):
     """
 
     zoo_name: ClassVar[str] = "ppo_lstm"
+    # its LSTM states are not stacked per seed yet
+    seed_batching: ClassVar[bool] = False
     default_run_name: ClassVar[str] = "RecurrentPPO"
     search_space: ClassVar[str | None] = "ppo"  # the zoo's ppo_lstm sampler is PPO's (its LSTM part is disabled)
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {

@@ -23,6 +23,7 @@ from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.qrdqn import CnnPolicy, MlpPolicy, MultiInputPolicy, QRDQNPolicy, QuantileNetwork
 from lit_sb3.policies.registry import register_class
+from lit_sb3.policies.seed_stack import clip_grad_norm_per_seed, masked_seed_sum
 from lit_sb3.utils.quantiles import quantile_huber_loss
 
 __all__ = ["QRDQN"]
@@ -71,6 +72,7 @@ class QRDQN(DQN):
     """
 
     zoo_name: ClassVar[str] = "qrdqn"
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Discrete,)
     default_run_name: ClassVar[str] = "QRDQN"
     search_space: ClassVar[str | None] = "qrdqn"
@@ -155,36 +157,40 @@ class QRDQN(DQN):
         self._set_policy_training_mode(True)
         optimizer = self.policy.optimizer
         self._update_learning_rate(optimizer)
-        n_quantiles = self.n_quantiles
+        n_quantiles, k, active = self.n_quantiles, self.n_seeds, self._active_mask()
 
         losses = []
         for _ in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            data = self._sample_replay(batch_size)  # [(K,) batch, ...]
             discounts = data.discounts if data.discounts is not None else self.gamma
 
             with th.no_grad():
                 # a* = argmax_a' Q(s', a'), with Q(s', a') = 1/N sum_j theta_j^target(s', a')
-                next_quantiles = self.quantile_net_target(data.next_observations)  # [batch, N, n_actions]
-                next_greedy = next_quantiles.mean(dim=1, keepdim=True).argmax(dim=2, keepdim=True)
-                next_quantiles = next_quantiles.gather(2, next_greedy.expand(-1, n_quantiles, 1)).squeeze(2)
-                # T theta_j = r + gamma * (1 - done) * theta_j^target(s', a*)        [batch, N]
+                next_quantiles = self.quantile_net_target(data.next_observations)  # [(K,) batch, N, n_actions]
+                next_greedy = next_quantiles.mean(dim=-2, keepdim=True).argmax(dim=-1, keepdim=True)
+                next_greedy = next_greedy.expand(*next_greedy.shape[:-2], n_quantiles, 1)
+                next_quantiles = next_quantiles.gather(-1, next_greedy).squeeze(-1)
+                # T theta_j = r + gamma * (1 - done) * theta_j^target(s', a*)        [(K,) batch, N]
                 target_quantiles = data.rewards + (1 - data.dones) * discounts * next_quantiles
 
-            # theta_i(s, a) of the actions taken                                     [batch, N]
+            # theta_i(s, a) of the actions taken                                     [(K,) batch, N]
             current_quantiles = self.quantile_net(data.observations)
-            actions = data.actions.long().unsqueeze(1).expand(-1, n_quantiles, 1)
-            current_quantiles = current_quantiles.gather(2, actions).squeeze(2)
+            actions = data.actions.long().unsqueeze(-2)
+            actions = actions.expand(*actions.shape[:-2], n_quantiles, 1)
+            current_quantiles = current_quantiles.gather(-1, actions).squeeze(-1)
 
-            # loss = sum_i E_j [rho^kappa_tau_i(T theta_j - theta_i)]   (eq. 10, kappa = 1)
-            loss = quantile_huber_loss(current_quantiles, target_quantiles, sum_over_quantiles=True)
+            # loss = sum_i E_j [rho^kappa_tau_i(T theta_j - theta_i)]   (eq. 10, kappa = 1), per seed
+            loss = quantile_huber_loss(current_quantiles, target_quantiles, sum_over_quantiles=True, n_seeds=k)
             losses.append(loss.detach())
             optimizer.zero_grad(set_to_none=True)
-            self._backward(loss)
+            self._backward(masked_seed_sum(loss, active))
             if self.max_grad_norm is not None:
-                th.nn.utils.clip_grad_norm_(self._q_params, self.max_grad_norm, foreach=True)
+                clip_grad_norm_per_seed(self._q_params, self.max_grad_norm, k, foreach=True)
             optimizer.step()
 
         self._n_updates += gradient_steps
         self.record("train/n_updates", self._n_updates, exclude="tensorboard")
-        self.record("train/loss", losses[0] if len(losses) == 1 else th.stack(losses).mean())
+        self.record("train/loss", losses[0] if len(losses) == 1 else th.stack(losses).mean(0))
+        if k > 1:
+            self._check_finite("loss", th.stack(losses))
         return None

@@ -17,20 +17,22 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 from torch import nn
-from torch.nn import functional as F
 
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
 from lit_sb3.core.types import GymEnv, Schedule
+from lit_sb3.optim import build_optimizer
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import Actor, CnnPolicy, ContinuousCritic, MlpPolicy, MultiInputPolicy, SACPolicy
+from lit_sb3.policies.seed_stack import ParamLink, masked_seed_sum, seed_mean, seed_mse
 
 __all__ = ["SAC"]
 
 
 def _mean(values: list[th.Tensor]) -> th.Tensor:
-    return values[0] if len(values) == 1 else th.stack(values).mean()
+    """Mean over gradient steps of per-step values (scalars, or ``[K]`` per seed)."""
+    return values[0] if len(values) == 1 else th.stack(values).mean(0)
 
 
 def _check_ent_coef(ent_coef: str | float) -> None:
@@ -96,6 +98,7 @@ class SAC(OffPolicyAlgorithm):
     """
 
     zoo_name: ClassVar[str] = "sac"
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     default_run_name: ClassVar[str] = "SAC"
     search_space: ClassVar[str | None] = "sac"
@@ -196,10 +199,16 @@ class SAC(OffPolicyAlgorithm):
             self.target_entropy = float(self.target_entropy)
 
         # the entropy coefficient (alpha) is learned through its log (https://arxiv.org/abs/1812.05905)
+        # (K seeds: K of them, [K], each seed's initial value its separate run's)
         if isinstance(self.ent_coef, str) and self.ent_coef.startswith("auto"):
             init_value = float(self.ent_coef.split("_", 1)[1]) if "_" in self.ent_coef else 1.0
-            self.log_ent_coef = nn.Parameter(th.log(th.ones(1, device=self.device) * init_value))
-            self.ent_coef_optimizer = th.optim.Adam([self.log_ent_coef], lr=self.lr_schedule(1), fused=True)
+            self.log_ent_coef = nn.Parameter(th.log(th.ones(self.n_seeds, device=self.device) * init_value))
+            self.ent_coef_optimizer = build_optimizer(
+                th.optim.Adam, [self.log_ent_coef], self.lr_schedule(1), {}, self.n_seeds, self._seeds_sit_out()
+            )
+            if self._seed_state is not None:
+                members = self._seed_state.members
+                self._seed_state.links.append(ParamLink(self.log_ent_coef, [m.log_ent_coef for m in members]))
         else:
             self.register_buffer("ent_coef_tensor", th.tensor(float(self.ent_coef), device=self.device))
         self._build_param_lists()
@@ -231,23 +240,28 @@ class SAC(OffPolicyAlgorithm):
         """One step on log(alpha): minimise -log(alpha) * (log pi(a|s) + target_entropy) (none for a fixed alpha).
 
         Args:
-            log_prob: log pi(a|s) of the reparametrised actions, ``[batch, 1]``.
-            losses: where the (detached) loss is appended for logging.
+            log_prob: log pi(a|s) of the reparametrised actions, ``[batch, 1]`` (``[K, batch, 1]``).
+            losses: where the (detached) per-seed loss is appended for logging.
         """
         if self.ent_coef_optimizer is None or self.log_ent_coef is None:
             return
-        ent_coef_loss = -(self.log_ent_coef * (log_prob + self.target_entropy).detach()).mean()
+        log_ent_coef = self.log_ent_coef if self._seed_state is None else self.log_ent_coef.view(-1, 1, 1)
+        ent_coef_loss = -seed_mean(log_ent_coef * (log_prob + self.target_entropy).detach(), self.n_seeds)
         losses.append(ent_coef_loss.detach())
         self.ent_coef_optimizer.zero_grad(set_to_none=True)
-        self._backward(ent_coef_loss)
+        self._backward(masked_seed_sum(ent_coef_loss, self._active_mask()))
         self.ent_coef_optimizer.step()
 
     def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
         """SAC update: ``gradient_steps`` steps of entropy-coefficient, critic and actor updates.
 
+        Written once for K >= 1 seeds: at K = 1 the tensors are the single-seed ones (``[batch, ...]``), at K > 1
+        ``[K, batch, ...]`` with every loss per seed (``[K]``) and the optimisers minimising their sum over the live
+        seeds, so that each seed's gradient is its own loss's.
+
         Args:
             gradient_steps: number of gradient steps (a bool calls ``nn.Module.train(mode)``).
-            batch_size: minibatch size.
+            batch_size: minibatch size (per seed).
         """
         if isinstance(gradient_steps, bool):
             return nn.Module.train(self, gradient_steps)
@@ -258,11 +272,11 @@ class SAC(OffPolicyAlgorithm):
             optimizers.append(self.ent_coef_optimizer)
         self._update_learning_rate(optimizers)
         actor, critic, critic_target = self.actor, self.critic, self.critic_target
-        n_critics = critic.n_critics
+        n_critics, k, active = critic.n_critics, self.n_seeds, self._active_mask()
 
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
         for gradient_step in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            data = self._sample_replay(batch_size)
             # n-step returns carry their own discount gamma ** k
             discounts = data.discounts if data.discounts is not None else self.gamma
 
@@ -272,7 +286,7 @@ class SAC(OffPolicyAlgorithm):
 
             # actions of the current policy (reparametrised) for the sampled states
             actions_pi, log_prob = actor.action_log_prob(data.observations)
-            log_prob = log_prob.reshape(-1, 1)
+            log_prob = log_prob.unsqueeze(-1)
 
             # entropy coefficient: minimise -log(alpha) * (log_prob + target_entropy)
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
@@ -280,29 +294,32 @@ class SAC(OffPolicyAlgorithm):
                 self._update_ent_coef(log_prob, ent_coef_losses)
             else:
                 ent_coef = self.ent_coef_tensor
-            ent_coefs.append(ent_coef.reshape(()))
+            ent_coefs.append(ent_coef.reshape(()) if k == 1 else ent_coef.expand(k))
+            if k > 1:
+                ent_coef = ent_coef.view(-1, 1, 1)  # one alpha per seed
 
             # critic target: r + gamma * (1 - done) * (min_i Q_target_i(s', a') - alpha * log pi(a'|s'))
             with th.no_grad():
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
-                next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=0).values
-                next_q_values = next_q_values - ent_coef * next_log_prob.reshape(-1, 1)
+                next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=-3).values
+                next_q_values = next_q_values - ent_coef * next_log_prob.unsqueeze(-1)
                 target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
 
             # critic loss: 0.5 * sum_i MSE(Q_i(s, a), target), all critics in one batched call
-            current_q_values = critic.forward_stacked(data.observations, data.actions)  # [n_critics, batch, 1]
-            critic_loss = 0.5 * n_critics * F.mse_loss(current_q_values, target_q_values.expand_as(current_q_values))
+            current_q_values = critic.forward_stacked(data.observations, data.actions)  # [(K,) n_critics, batch, 1]
+            target_q_values = target_q_values.unsqueeze(-3).expand_as(current_q_values)
+            critic_loss = 0.5 * n_critics * seed_mse(current_q_values, target_q_values, k)
             critic_losses.append(critic_loss.detach())
             critic.optimizer.zero_grad(set_to_none=True)
-            self._backward(critic_loss)
+            self._backward(masked_seed_sum(critic_loss, active))
             critic.optimizer.step()
 
             # actor loss: alpha * log pi(a|s) - min_i Q_i(s, a), a ~ pi (gradients into the actor only)
-            min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=0).values
-            actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
+            min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=-3).values
+            actor_loss = seed_mean(ent_coef * log_prob - min_qf_pi, k)
             actor_losses.append(actor_loss.detach())
             actor.optimizer.zero_grad(set_to_none=True)
-            self._backward(actor_loss, inputs=self._actor_params)
+            self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
             actor.optimizer.step()
 
             # soft update of the target critics
@@ -319,4 +336,7 @@ class SAC(OffPolicyAlgorithm):
         self.record("train/critic_loss", _mean(critic_losses))
         if ent_coef_losses:
             self.record("train/ent_coef_loss", _mean(ent_coef_losses))
+        if k > 1:
+            self._check_finite("critic loss", th.stack(critic_losses))
+            self._check_finite("actor loss", th.stack(actor_losses))
         return None

@@ -14,7 +14,6 @@ from typing import Any, ClassVar
 import torch as th
 from gymnasium import spaces
 from torch import nn
-from torch.nn import functional as F
 
 from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
 from lit_sb3.buffers.replay import ReplayBuffer
@@ -22,13 +21,15 @@ from lit_sb3.core.noise import ActionNoise
 from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import ContinuousCritic
+from lit_sb3.policies.seed_stack import masked_seed_sum, seed_mean, seed_mse, seed_randn_like
 from lit_sb3.policies.td3 import Actor, CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
 
 __all__ = ["TD3"]
 
 
 def _mean(values: list[th.Tensor]) -> th.Tensor:
-    return values[0] if len(values) == 1 else th.stack(values).mean()
+    """Mean over gradient steps of per-step values (scalars, or ``[K]`` per seed)."""
+    return values[0] if len(values) == 1 else th.stack(values).mean(0)
 
 
 class TD3(OffPolicyAlgorithm):
@@ -67,6 +68,7 @@ class TD3(OffPolicyAlgorithm):
     """
 
     zoo_name: ClassVar[str] = "td3"
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     default_run_name: ClassVar[str] = "TD3"
     search_space: ClassVar[str | None] = "td3"
@@ -146,6 +148,13 @@ class TD3(OffPolicyAlgorithm):
         self.tensorboard_log = tensorboard_log
         self._init_env_and_model(env, _init_setup_model)
 
+    def _check_seed_batchable(self) -> None:
+        super()._check_seed_batchable()
+        if self._seeds_sit_out():  # the delayed updates count each seed's own updates: not per seed yet
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support train_freq in episodes yet (K = 1 does)."
+            )
+
     def _setup_model(self) -> None:
         super()._setup_model()
         self._create_aliases()
@@ -187,39 +196,40 @@ class TD3(OffPolicyAlgorithm):
         self._set_policy_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
         actor, actor_target, critic, critic_target = self.actor, self.actor_target, self.critic, self.critic_target
-        n_critics = critic.n_critics
+        n_critics, k, active = critic.n_critics, self.n_seeds, self._active_mask()
         add_target_noise = self.target_policy_noise > 0 and self.target_noise_clip > 0
 
         actor_losses, critic_losses = [], []
         for _ in range(gradient_steps):
             self._n_updates += 1
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            data = self._sample_replay(batch_size)
             discounts = data.discounts if data.discounts is not None else self.gamma
 
             # target: r + gamma * (1 - done) * min_i Q_target_i(s', clip(mu_target(s') + clip(eps, -c, c), -1, 1))
             with th.no_grad():
                 next_actions = actor_target(data.next_observations)
                 if add_target_noise:
-                    noise = th.randn_like(data.actions).mul_(self.target_policy_noise)
+                    noise = seed_randn_like(data.actions, self.seed_generators).mul_(self.target_policy_noise)
                     noise = noise.clamp_(-self.target_noise_clip, self.target_noise_clip)
                     next_actions = (next_actions + noise).clamp(-1, 1)
-                next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=0).values
+                next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=-3).values
                 target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
 
             # critic loss: sum_i MSE(Q_i(s, a), target), all critics in one batched call
-            current_q_values = critic.forward_stacked(data.observations, data.actions)  # [n_critics, batch, 1]
-            critic_loss = n_critics * F.mse_loss(current_q_values, target_q_values.expand_as(current_q_values))
+            current_q_values = critic.forward_stacked(data.observations, data.actions)  # [(K,) n_critics, batch, 1]
+            target_q_values = target_q_values.unsqueeze(-3).expand_as(current_q_values)
+            critic_loss = n_critics * seed_mse(current_q_values, target_q_values, k)
             critic_losses.append(critic_loss.detach())
             critic.optimizer.zero_grad(set_to_none=True)
-            self._backward(critic_loss)
+            self._backward(masked_seed_sum(critic_loss, active))
             critic.optimizer.step()
 
             # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets
             if self._n_updates % self.policy_delay == 0:
-                actor_loss = -critic.q1_forward(data.observations, actor(data.observations)).mean()
+                actor_loss = -seed_mean(critic.q1_forward(data.observations, actor(data.observations)), k)
                 actor_losses.append(actor_loss.detach())
                 actor.optimizer.zero_grad(set_to_none=True)
-                self._backward(actor_loss, inputs=self._actor_params)
+                self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
                 actor.optimizer.step()
                 with th.no_grad():
                     th._foreach_lerp_(self._target_params, self._source_params, self.tau)
@@ -230,4 +240,8 @@ class TD3(OffPolicyAlgorithm):
         if actor_losses:
             self.record("train/actor_loss", _mean(actor_losses))
         self.record("train/critic_loss", _mean(critic_losses))
+        if k > 1:
+            self._check_finite("critic loss", th.stack(critic_losses))
+            if actor_losses:
+                self._check_finite("actor loss", th.stack(actor_losses))
         return None

@@ -24,6 +24,7 @@ from lit_sb3.core.noise import ActionNoise
 from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import register_class
+from lit_sb3.policies.seed_stack import masked_seed_sum, seed_mean
 from lit_sb3.policies.tqc import CnnPolicy, MlpPolicy, MultiInputPolicy, QuantileCritic, TQCPolicy
 from lit_sb3.utils.quantiles import quantile_huber_loss
 
@@ -75,6 +76,7 @@ class TQC(SAC):
     """
 
     zoo_name: ClassVar[str] = "tqc"
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     default_run_name: ClassVar[str] = "TQC"
     search_space: ClassVar[str | None] = "tqc"
@@ -162,17 +164,18 @@ class TQC(SAC):
         actor, critic, critic_target = self.actor, self.critic, self.critic_target
         # k = N * M - d * M atoms kept out of the M critics' N atoms each (d dropped per critic)
         n_target_quantiles = critic.quantiles_total - self.top_quantiles_to_drop_per_net * critic.n_critics
+        k, active = self.n_seeds, self._active_mask()
 
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
         for gradient_step in range(gradient_steps):
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            data = self._sample_replay(batch_size)  # [(K,) batch, ...]
             discounts = data.discounts if data.discounts is not None else self.gamma
             if self.use_sde:
                 actor.reset_noise()
 
             # a ~ pi(.|s), reparametrised
             actions_pi, log_prob = actor.action_log_prob(data.observations)
-            log_prob = log_prob.reshape(-1, 1)
+            log_prob = log_prob.unsqueeze(-1)
 
             # entropy coefficient (as SAC): minimise -log(alpha) * (log pi(a|s) + target_entropy)
             if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
@@ -180,35 +183,38 @@ class TQC(SAC):
                 self._update_ent_coef(log_prob, ent_coef_losses)
             else:
                 ent_coef = self.ent_coef_tensor
-            ent_coefs.append(ent_coef.reshape(()))
+            ent_coefs.append(ent_coef.reshape(()) if k == 1 else ent_coef.expand(k))
+            if k > 1:
+                ent_coef = ent_coef.view(-1, 1, 1)  # one alpha per seed
 
             with th.no_grad():
                 # pooled atoms of all target critics at (s', a'), a' ~ pi(.|s'): Z(s', a') = {z_m^(n)}  [batch, N*M]
                 next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
                 next_quantiles = critic_target.forward_stacked(data.next_observations, next_actions)
-                next_quantiles = next_quantiles.transpose(0, 1).reshape(batch_size, -1)
+                lead = next_quantiles.shape[:-3]  # (K,) at K > 1
+                next_quantiles = next_quantiles.transpose(-3, -2).reshape(*lead, batch_size, -1)
                 # truncation: keep the k smallest atoms z_(1) <= ... <= z_(k)  (eq. 10)
-                next_quantiles = th.sort(next_quantiles, dim=1).values[:, :n_target_quantiles]
+                next_quantiles = th.sort(next_quantiles, dim=-1).values[..., :n_target_quantiles]
                 # y_i = r + gamma * (1 - done) * (z_(i) - alpha * log pi(a'|s'))  (eq. 11)
-                target_quantiles = next_quantiles - ent_coef * next_log_prob.reshape(-1, 1)
+                target_quantiles = next_quantiles - ent_coef * next_log_prob.unsqueeze(-1)
                 target_quantiles = data.rewards + (1 - data.dones) * discounts * target_quantiles
 
             # critic loss: 1/(kNM) sum_{n,m,i} rho^H_{tau_m}(y_i - theta_m^(n)(s, a))  (eq. 12), all critics at once
-            current_quantiles = critic.forward_stacked(data.observations, data.actions)  # [n_critics, batch, N]
+            current_quantiles = critic.forward_stacked(data.observations, data.actions)  # [(K,) n_critics, batch, N]
             critic_loss = quantile_huber_loss(
-                current_quantiles, target_quantiles.unsqueeze(0), sum_over_quantiles=False
+                current_quantiles, target_quantiles.unsqueeze(-3), sum_over_quantiles=False, n_seeds=k
             )
             critic_losses.append(critic_loss.detach())
             critic.optimizer.zero_grad(set_to_none=True)
-            self._backward(critic_loss)
+            self._backward(masked_seed_sum(critic_loss, active))
             critic.optimizer.step()
 
             # actor loss: alpha * log pi(a|s) - 1/(NM) sum_{n,m} theta_m^(n)(s, a)  (eq. 13; gradients into the actor)
-            qf_pi = critic.forward_stacked(data.observations, actions_pi).mean(dim=(0, 2)).reshape(-1, 1)
-            actor_loss = (ent_coef * log_prob - qf_pi).mean()
+            qf_pi = critic.forward_stacked(data.observations, actions_pi).mean(dim=(-3, -1)).unsqueeze(-1)
+            actor_loss = seed_mean(ent_coef * log_prob - qf_pi, k)
             actor_losses.append(actor_loss.detach())
             actor.optimizer.zero_grad(set_to_none=True)
-            self._backward(actor_loss, inputs=self._actor_params)
+            self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
             actor.optimizer.step()
 
             # soft update of the target critics
@@ -225,4 +231,7 @@ class TQC(SAC):
         self.record("train/critic_loss", _mean(critic_losses))
         if ent_coef_losses:
             self.record("train/ent_coef_loss", _mean(ent_coef_losses))
+        if k > 1:
+            self._check_finite("critic loss", th.stack(critic_losses))
+            self._check_finite("actor loss", th.stack(actor_losses))
         return None

@@ -1,9 +1,15 @@
-"""Rollout buffers of on-policy algorithms (PPO, A2C): one rollout, GAE, shuffled minibatches."""
+"""Rollout buffers of on-policy algorithms (PPO, A2C): one rollout, GAE, shuffled minibatches.
+
+A buffer holds the rollouts of ``n_seeds`` seeds (K, seed batching) with ``n_envs`` envs each as ``K * n_envs``
+columns, seed-major: GAE runs per column, so each seed's advantages are its own buffer's; at K = 1 the buffer is
+exactly the single-seed one. :meth:`RolloutBuffer.get_seeds` yields minibatches with a leading seed dimension
+(``[K, batch, ...]``), each seed shuffled by its own random stream.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import TYPE_CHECKING
+from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch as th
@@ -31,7 +37,8 @@ class RolloutBuffer(BaseBuffer):
         device: torch device of the samples.
         gae_lambda: GAE lambda (1 gives the Monte-Carlo advantage with bootstrap).
         gamma: discount factor.
-        n_envs: number of parallel environments.
+        n_envs: number of parallel environments (per seed).
+        n_seeds: number of seeds K (their columns are stored side by side, seed-major).
     """
 
     observations: np.ndarray
@@ -52,8 +59,14 @@ class RolloutBuffer(BaseBuffer):
         gae_lambda: float = 1,
         gamma: float = 0.99,
         n_envs: int = 1,
+        n_seeds: int = 1,
     ) -> None:
-        super().__init__(buffer_size, observation_space, action_space, device, n_envs=n_envs)
+        if isinstance(n_seeds, bool) or not isinstance(n_seeds, (int, np.integer)) or n_seeds <= 0:
+            raise ValueError(f"n_seeds must be a positive integer, got {n_seeds!r}")
+        self.n_seeds = int(n_seeds)
+        self.envs_per_seed = int(n_envs)
+        # n_envs: the columns (K * envs per seed)
+        super().__init__(buffer_size, observation_space, action_space, device, n_envs=int(n_envs) * self.n_seeds)
         self.gae_lambda = gae_lambda
         self.gamma = gamma
         self.generator_ready = False
@@ -83,9 +96,12 @@ class RolloutBuffer(BaseBuffer):
     def compute_returns_and_advantage(self, last_values: th.Tensor, dones: np.ndarray) -> None:
         """Compute GAE(lambda) advantages and lambda-returns (``returns = advantages + values``).
 
+        Each column (a seed's env) is its own recursion, so a seed's advantages are those of its own buffer.
+
         Args:
-            last_values: value estimate of the observation after the last step, one per env.
-            dones: whether the last step of each env ended its episode.
+            last_values: value estimate of the observation after the last step, one per env (``[K, n_envs]`` or
+                flat, seed-major).
+            dones: whether the last step of each env ended its episode (same layout).
         """
         last_vals = last_values.detach().cpu().numpy().astype(np.float32).reshape(-1)
         next_non_terminal_last = 1.0 - np.asarray(dones).astype(np.float32).reshape(-1)
@@ -135,7 +151,7 @@ class RolloutBuffer(BaseBuffer):
         """Store one step of every env.
 
         Args:
-            obs: observations, leading dim ``n_envs``.
+            obs: observations, leading dim ``n_envs`` (or ``[K, n_envs]``).
             action: actions taken.
             reward: rewards received.
             episode_start: whether ``obs`` is the first observation of an episode.
@@ -143,10 +159,8 @@ class RolloutBuffer(BaseBuffer):
             log_prob: log-probabilities of ``action`` under the current policy.
         """
         self._check_not_full()
-        obs = np.asarray(obs)
-        if isinstance(self.observation_space, spaces.Discrete):
-            obs = obs.reshape((self.n_envs, *self.obs_shape))
-        self.observations[self.pos] = obs
+        # [n_envs, ...] (or [K, n_envs, ...]: every seed's envs) -> one row per column; Discrete: [n_envs] -> [n_envs, 1]
+        self.observations[self.pos] = np.asarray(obs).reshape((self.n_envs, *self.obs_shape))
         self._store_common(action, reward, episode_start, value, log_prob)
 
     def _flat_tensor(self, arr: np.ndarray, dtype: th.dtype | None = None) -> th.Tensor:
@@ -193,6 +207,66 @@ class RolloutBuffer(BaseBuffer):
             yield self._get_samples(indices[start_idx : start_idx + batch_size])
             start_idx += batch_size
 
+    def get_seeds(
+        self, batch_size: int | None = None, generators: Sequence[th.Generator] | None = None
+    ) -> Generator[Any, None, None]:
+        """Yield minibatches of every seed at once, each field ``[K, batch, ...]`` (one pass over the rollout).
+
+        Seed k's minibatches are those of its own buffer shuffled by its own stream: its samples are the
+        ``k``-th block of the flattened rollout (columns are seed-major, flattening is env-major), indexed by a
+        permutation drawn from ``generators[k]``. At K = 1 without generators the permutation comes from torch's
+        global generator, as :meth:`get`'s (the single-seed run's draw).
+
+        Args:
+            batch_size: minibatch size per seed (None: the whole rollout in one batch).
+            generators: one torch generator per seed (required for K > 1).
+        """
+        if not self.full:
+            raise RuntimeError(
+                f"{type(self).__name__}.get_seeds() needs a full rollout ({self.buffer_size} steps), only "
+                f"{self.pos} were added."
+            )
+        if not self._flat:
+            self._prepare_tensors()
+        self.generator_ready = True
+        K = self.n_seeds
+        per_seed = self.buffer_size * self.envs_per_seed
+        if batch_size is None:
+            batch_size = per_seed
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size}")
+        if generators is None:
+            if K != 1:
+                raise ValueError(f"get_seeds() needs one generator per seed for {K} seeds.")
+            indices = th.randperm(per_seed, device=self.device).unsqueeze(0)
+        else:
+            if len(generators) != K:
+                raise ValueError(f"get_seeds() needs one generator per seed: {K} seeds, {len(generators)} given.")
+            indices = th.stack([th.randperm(per_seed, generator=g, device=self.device) for g in generators])
+        for start in range(0, per_seed, batch_size):
+            yield self.seed_samples(indices[:, start : start + batch_size])
+
+    def seed_samples(self, indices: th.Tensor) -> Any:
+        """The samples at ``indices[k]`` of each seed k's own rollout (positions in its buffer's flattened order),
+        each field ``[K, n, ...]``.
+
+        Args:
+            indices: ``[K, n]`` positions in ``[0, n_steps * n_envs)``.
+        """
+        per_seed = self.buffer_size * self.envs_per_seed
+        offsets = th.arange(self.n_seeds, device=indices.device).unsqueeze(1) * per_seed
+        samples = self._get_samples((indices + offsets).reshape(-1))
+        return type(samples)(*(_split_seeds(field, self.n_seeds) for field in samples))
+
+    def seed_slice(self, arr: np.ndarray, k: int) -> np.ndarray:
+        """Seed ``k``'s columns of a ``[n_steps, K * n_envs, ...]`` array (its own buffer's array).
+
+        Args:
+            arr: a stored array (``values``, ``returns``, ...).
+            k: seed index.
+        """
+        return arr[:, k * self.envs_per_seed : (k + 1) * self.envs_per_seed]
+
     def _get_samples(self, batch_inds: th.Tensor | np.ndarray, env: VecNormalize | None = None) -> RolloutBufferSamples:
         if not self._flat:
             self._prepare_tensors()
@@ -208,6 +282,13 @@ class RolloutBuffer(BaseBuffer):
         )
 
 
+def _split_seeds(field: Any, n_seeds: int) -> Any:
+    """A sample field ``[K * batch, ...]`` (seed-major) as ``[K, batch, ...]`` (dicts key by key)."""
+    if isinstance(field, dict):
+        return {key: _split_seeds(value, n_seeds) for key, value in field.items()}
+    return field.reshape(n_seeds, -1, *field.shape[1:])
+
+
 class DictRolloutBuffer(RolloutBuffer):
     """Rollout buffer for Dict observation spaces (one array per key).
 
@@ -218,7 +299,8 @@ class DictRolloutBuffer(RolloutBuffer):
         device: torch device of the samples.
         gae_lambda: GAE lambda.
         gamma: discount factor.
-        n_envs: number of parallel environments.
+        n_envs: number of parallel environments (per seed).
+        n_seeds: number of seeds K.
     """
 
     observation_space: spaces.Dict
@@ -234,13 +316,14 @@ class DictRolloutBuffer(RolloutBuffer):
         gae_lambda: float = 1,
         gamma: float = 0.99,
         n_envs: int = 1,
+        n_seeds: int = 1,
     ) -> None:
         if not isinstance(observation_space, spaces.Dict):
             raise ValueError(
                 f"DictRolloutBuffer needs a Dict observation space, got {type(observation_space).__name__}; "
                 "use RolloutBuffer for other spaces."
             )
-        super().__init__(buffer_size, observation_space, action_space, device, gae_lambda, gamma, n_envs)
+        super().__init__(buffer_size, observation_space, action_space, device, gae_lambda, gamma, n_envs, n_seeds)
 
     def reset(self) -> None:
         """Empty the buffer."""
@@ -263,10 +346,7 @@ class DictRolloutBuffer(RolloutBuffer):
         """Store one step of every env (see :meth:`RolloutBuffer.add`; ``obs`` is a dict of arrays)."""
         self._check_not_full()
         for key in self.observations:
-            obs_ = np.asarray(obs[key])
-            if isinstance(self.observation_space.spaces[key], spaces.Discrete):
-                obs_ = obs_.reshape((self.n_envs, *self.obs_shape[key]))
-            self.observations[key][self.pos] = obs_
+            self.observations[key][self.pos] = np.asarray(obs[key]).reshape((self.n_envs, *self.obs_shape[key]))
         self._store_common(action, reward, episode_start, value, log_prob)
 
     def _flat_observations(self) -> dict[str, th.Tensor]:  # type: ignore[override]

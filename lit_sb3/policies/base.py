@@ -16,6 +16,7 @@ from torch import nn
 
 from lit_sb3.core.preprocessing import get_device, is_image_space, maybe_transpose, preprocess_obs
 from lit_sb3.core.types import PyTorchObs, Schedule
+from lit_sb3.optim import build_optimizer, optimizer_build_kwargs
 from lit_sb3.policies.distributions import (
     BernoulliDistribution,
     CategoricalDistribution,
@@ -46,22 +47,6 @@ __all__ = [
 ]
 
 SelfBaseModel = TypeVar("SelfBaseModel", bound="BaseModel")
-
-
-def optimizer_build_kwargs(
-    optimizer_class: type[th.optim.Optimizer], optimizer_kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    """The keyword arguments actually used to build an optimizer: ``fused=True`` is added for Adam/AdamW
-    unless the user chose ``fused``, ``foreach`` or ``differentiable`` (fused Adam runs on CPU and CUDA).
-
-    Args:
-        optimizer_class: the optimizer class.
-        optimizer_kwargs: the user's keyword arguments (without ``lr``).
-    """
-    kwargs = dict(optimizer_kwargs)
-    if optimizer_class in (th.optim.Adam, th.optim.AdamW) and not {"fused", "foreach", "differentiable"} & set(kwargs):
-        kwargs["fused"] = True
-    return kwargs
 
 
 def _class_keys(key: str) -> bool:
@@ -226,16 +211,19 @@ class BaseModel(nn.Module):
         """A new features extractor of the configured class."""
         return self.features_extractor_class(self.observation_space, **self.features_extractor_kwargs)
 
-    def make_optimizer(self, params: Any, lr: float) -> th.optim.Optimizer:
-        """Build ``optimizer_class(params, lr=lr, **optimizer_kwargs)`` (fused Adam/AdamW by default).
+    def make_optimizer(
+        self, params: Any, lr: float, n_seeds: int = 1, seeds_sit_out: bool = False
+    ) -> th.optim.Optimizer:
+        """Build ``optimizer_class(params, lr=lr, **optimizer_kwargs)`` (fused Adam/AdamW by default) through
+        :func:`lit_sb3.optim.build_optimizer` (per-seed for K > 1 seeds that may sit out a step).
 
         Args:
             params: parameters or parameter groups.
             lr: initial learning rate.
+            n_seeds: K (stacked ``[K, ...]`` parameters).
+            seeds_sit_out: a seed may skip a step while the others take it.
         """
-        return self.optimizer_class(
-            params, lr=lr, **optimizer_build_kwargs(self.optimizer_class, self.optimizer_kwargs)
-        )
+        return build_optimizer(self.optimizer_class, params, lr, self.optimizer_kwargs, n_seeds, seeds_sit_out)
 
     def extract_features(self, obs: PyTorchObs, features_extractor: BaseFeaturesExtractor) -> th.Tensor:
         """Preprocess the observation (image scaling, one-hot) and run the features extractor.
@@ -701,19 +689,32 @@ class ActorCriticPolicy(BasePolicy):
                 module.apply(partial(self.init_weights, gain=gain))
         self.optimizer = self.make_optimizer(self.parameters(), lr_schedule(1))
 
+    #: seed batching: K seeds stacked in this policy (its inputs and outputs carry a leading seed dimension)
+    n_seeds: int = 1
+
+    def _features(self, obs: PyTorchObs, features_extractor: BaseFeaturesExtractor) -> th.Tensor:
+        """Features of a batch; K > 1 stacked seeds: observations ``[K, batch, ...]`` are preprocessed with K
+        folded into the batch (one-hot encodings flatten their input) and extracted as ``[K, batch, ...]``."""
+        if self.n_seeds == 1 or not isinstance(obs, th.Tensor):
+            return super().extract_features(obs, features_extractor)
+        k, b = obs.shape[0], obs.shape[1]
+        x = preprocess_obs(obs.reshape(k * b, *obs.shape[2:]), self.observation_space, self.normalize_images)
+        return features_extractor(x.reshape(k, b, *x.shape[1:]))
+
     def _latents(self, obs: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
         if self.share_features_extractor:
-            features = super().extract_features(obs, self.features_extractor)
+            features = self._features(obs, self.features_extractor)
             return self.mlp_extractor.forward_actor(features), self.mlp_extractor.forward_critic(features)
-        pi_features = super().extract_features(obs, self.pi_features_extractor)
-        vf_features = super().extract_features(obs, self.vf_features_extractor)
+        pi_features = self._features(obs, self.pi_features_extractor)
+        vf_features = self._features(obs, self.vf_features_extractor)
         return self.mlp_extractor.forward_actor(pi_features), self.mlp_extractor.forward_critic(vf_features)
 
     def forward(self, obs: PyTorchObs, deterministic: bool = False) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
-        """Actions, values ``[batch, 1]`` and log-probabilities ``[batch]``.
+        """Actions, values ``[batch, 1]`` and log-probabilities ``[batch]`` (K > 1 stacked seeds: each with a
+        leading seed dimension).
 
         Args:
-            obs: batch of observations.
+            obs: batch of observations (``[K, batch, ...]`` for K > 1 seeds).
             deterministic: deterministic actions.
         """
         latent_pi, latent_vf = self._latents(obs)
@@ -721,7 +722,7 @@ class ActorCriticPolicy(BasePolicy):
         distribution = self._get_action_dist_from_latent(latent_pi)
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        actions = actions.reshape((-1, *self.action_space.shape))  # type: ignore[misc]
+        actions = actions.reshape((*log_prob.shape, *self.action_space.shape))  # type: ignore[misc]
         return actions, values, log_prob
 
     def extract_features(  # type: ignore[override]
@@ -778,7 +779,7 @@ class ActorCriticPolicy(BasePolicy):
         Args:
             obs: batch of observations.
         """
-        features = super().extract_features(obs, self.pi_features_extractor)
+        features = self._features(obs, self.pi_features_extractor)
         return self._get_action_dist_from_latent(self.mlp_extractor.forward_actor(features))
 
     def predict_values(self, obs: PyTorchObs) -> th.Tensor:
@@ -787,7 +788,7 @@ class ActorCriticPolicy(BasePolicy):
         Args:
             obs: batch of observations.
         """
-        features = super().extract_features(obs, self.vf_features_extractor)
+        features = self._features(obs, self.vf_features_extractor)
         return self.value_net(self.mlp_extractor.forward_critic(features))
 
 

@@ -17,6 +17,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from lit_sb3.core.preprocessing import get_action_dim
+from lit_sb3.policies.seed_stack import seed_randn_like
 
 __all__ = [
     "BernoulliDistribution",
@@ -37,14 +38,28 @@ _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 def sum_independent_dims(tensor: th.Tensor) -> th.Tensor:
-    """Sum over the action dimension: ``[batch, n] -> [batch]``, ``[n] -> []``.
+    """Sum over the action dimension (the last): ``[..., batch, n] -> [..., batch]``, ``[n] -> []``.
 
     Args:
         tensor: per-dimension values (log-probabilities or entropies).
     """
     if tensor.dim() > 1:
-        return tensor.sum(dim=1)
+        return tensor.sum(dim=-1)
     return tensor.sum()
+
+
+def _categorical_draw(probs: th.Tensor, generators: list[th.Generator] | None) -> th.Tensor:
+    """One draw per row of ``probs`` (``[..., n]`` -> ``[...]``); K seeds: slice i from ``generators[i]``, so seed
+    i draws what its separate run draws from torch's global generator (None: the global generator)."""
+    n = probs.shape[-1]
+    if generators is None:
+        return th.multinomial(probs.reshape(-1, n), 1, True).reshape(probs.shape[:-1])
+    return th.stack(
+        [
+            th.multinomial(p.reshape(-1, n), 1, True, generator=g).reshape(p.shape[:-1])
+            for p, g in zip(probs, generators)
+        ]
+    )
 
 
 def _normal_log_prob(x: th.Tensor, mean: th.Tensor, std: th.Tensor, log_std: th.Tensor) -> th.Tensor:
@@ -115,6 +130,8 @@ class DiagGaussianDistribution(Distribution):
         self.mean_actions: th.Tensor | None = None
         self.log_std: th.Tensor | None = None
         self.std: th.Tensor | None = None
+        # K seeds' own random streams (one generator per seed, seed-major [K, ...] means); None: torch's global one
+        self.seed_generators: list[th.Generator] | None = None
 
     def proba_distribution_net(self, latent_dim: int, log_std_init: float = 0.0) -> tuple[nn.Module, nn.Parameter]:
         """Linear layer for the mean and a log-std parameter vector.
@@ -131,9 +148,11 @@ class DiagGaussianDistribution(Distribution):
         """Set mean and log-std (broadcast against the mean).
 
         Args:
-            mean_actions: ``[batch, action_dim]``.
-            log_std: ``[action_dim]`` or ``[batch, action_dim]``.
+            mean_actions: ``[batch, action_dim]`` (K seeds: ``[K, batch, action_dim]``).
+            log_std: ``[action_dim]`` or ``[batch, action_dim]`` (K seeds: ``[K, action_dim]``, one per seed).
         """
+        if log_std.dim() >= 2 and log_std.dim() == mean_actions.dim() - 1:  # a seed's log-std for its whole batch
+            log_std = log_std.unsqueeze(-2)
         self.mean_actions = mean_actions
         self.log_std = log_std
         self.std = log_std.exp()
@@ -156,7 +175,7 @@ class DiagGaussianDistribution(Distribution):
 
     def sample(self) -> th.Tensor:
         assert self.mean_actions is not None and self.std is not None
-        return self.mean_actions + self.std * th.randn_like(self.mean_actions)
+        return self.mean_actions + self.std * seed_randn_like(self.mean_actions, self.seed_generators)
 
     def mode(self) -> th.Tensor:
         assert self.mean_actions is not None
@@ -196,7 +215,7 @@ class SquashedDiagGaussianDistribution(DiagGaussianDistribution):
         if gaussian_actions is None:
             gaussian_actions = TanhBijector.inverse(actions)
         log_prob = super().log_prob(gaussian_actions)
-        return log_prob - th.sum(th.log(1.0 - actions.pow(2) + self.epsilon), dim=1)
+        return log_prob - th.sum(th.log(1.0 - actions.pow(2) + self.epsilon), dim=-1)
 
     def entropy(self) -> th.Tensor | None:
         return None  # no analytical form: estimate it with -log_prob.mean()
@@ -225,6 +244,8 @@ class CategoricalDistribution(Distribution):
         super().__init__()
         self.action_dim = action_dim
         self.logits: th.Tensor | None = None  # normalised: log-probabilities
+        # K seeds' own random streams (one generator per seed, seed-major [K, ...] logits); None: torch's global one
+        self.seed_generators: list[th.Generator] | None = None
 
     def proba_distribution_net(self, latent_dim: int) -> nn.Module:
         """Linear layer producing the logits.
@@ -262,8 +283,7 @@ class CategoricalDistribution(Distribution):
         return -(logits.exp() * logits).sum(-1)
 
     def sample(self) -> th.Tensor:
-        probs = self.probs
-        return th.multinomial(probs.reshape(-1, self.action_dim), 1, True).reshape(probs.shape[:-1])
+        return _categorical_draw(self.probs, self.seed_generators)
 
     def mode(self) -> th.Tensor:
         assert self.logits is not None
@@ -292,6 +312,8 @@ class MultiCategoricalDistribution(Distribution):
         self._uniform = len(set(self.action_dims)) == 1
         self.logits: th.Tensor | None = None  # uniform case: [batch, k, n] normalised
         self._split_logits: list[th.Tensor] = []
+        # K seeds' own random streams (see CategoricalDistribution)
+        self.seed_generators: list[th.Generator] | None = None
 
     def proba_distribution_net(self, latent_dim: int) -> nn.Module:
         """Linear layer producing the concatenated logits (``sum(action_dims)``)."""
@@ -300,11 +322,11 @@ class MultiCategoricalDistribution(Distribution):
     def proba_distribution(self: SelfDistribution, action_logits: th.Tensor) -> SelfDistribution:
         """Set the concatenated logits ``[batch, sum(action_dims)]``."""
         if self._uniform:
-            logits = action_logits.reshape(-1, len(self.action_dims), self.action_dims[0])
+            logits = action_logits.reshape(*action_logits.shape[:-1], len(self.action_dims), self.action_dims[0])
             self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
         else:
             self._split_logits = [
-                s - s.logsumexp(dim=-1, keepdim=True) for s in th.split(action_logits, self.action_dims, dim=1)
+                s - s.logsumexp(dim=-1, keepdim=True) for s in th.split(action_logits, self.action_dims, dim=-1)
             ]
         return self
 
@@ -314,7 +336,7 @@ class MultiCategoricalDistribution(Distribution):
         if self._uniform:
             assert self.logits is not None, "Call proba_distribution() first."
             return [
-                th.distributions.Categorical(logits=self.logits[:, i], validate_args=False)
+                th.distributions.Categorical(logits=self.logits[..., i, :], validate_args=False)
                 for i in range(len(self.action_dims))
             ]
         return [th.distributions.Categorical(logits=s, validate_args=False) for s in self._split_logits]
@@ -323,30 +345,38 @@ class MultiCategoricalDistribution(Distribution):
         actions = actions.long()
         if self._uniform:
             assert self.logits is not None
-            return self.logits.gather(-1, actions.reshape(-1, len(self.action_dims), 1)).squeeze(-1).sum(dim=1)
-        actions = actions.reshape(-1, len(self.action_dims))
+            return self.logits.gather(-1, actions.reshape(*self.logits.shape[:-1], 1)).squeeze(-1).sum(dim=-1)
+        actions = actions.reshape(*self._split_logits[0].shape[:-1], len(self.action_dims))
         return th.stack(
-            [s.gather(-1, actions[:, i : i + 1]).squeeze(-1) for i, s in enumerate(self._split_logits)], dim=1
-        ).sum(dim=1)
+            [s.gather(-1, actions[..., i : i + 1]).squeeze(-1) for i, s in enumerate(self._split_logits)], dim=-1
+        ).sum(dim=-1)
 
     def entropy(self) -> th.Tensor:
         if self._uniform:
             assert self.logits is not None
             return -(self.logits.exp() * self.logits).sum(-1).sum(-1)
-        return th.stack([-(s.exp() * s).sum(-1) for s in self._split_logits], dim=1).sum(dim=1)
+        return th.stack([-(s.exp() * s).sum(-1) for s in self._split_logits], dim=-1).sum(dim=-1)
 
     def sample(self) -> th.Tensor:
+        generators = self.seed_generators
         if self._uniform:
             assert self.logits is not None
-            batch, k, n = self.logits.shape
-            return th.multinomial(self.logits.exp().reshape(-1, n), 1, True).reshape(batch, k)
-        return th.cat([th.multinomial(s.exp(), 1, True) for s in self._split_logits], dim=1)
+            return _categorical_draw(self.logits.exp(), generators)
+        if generators is None:
+            return th.cat([th.multinomial(s.exp(), 1, True) for s in self._split_logits], dim=1)
+        # K seeds: seed i's draws in its separate run's order (one dimension after the other) from its own stream
+        return th.stack(
+            [
+                th.cat([th.multinomial(s[i].exp(), 1, True, generator=g) for s in self._split_logits], dim=-1)
+                for i, g in enumerate(generators)
+            ]
+        )
 
     def mode(self) -> th.Tensor:
         if self._uniform:
             assert self.logits is not None
             return th.argmax(self.logits, dim=-1)
-        return th.stack([th.argmax(s, dim=-1) for s in self._split_logits], dim=1)
+        return th.stack([th.argmax(s, dim=-1) for s in self._split_logits], dim=-1)
 
     def actions_from_params(self, action_logits: th.Tensor, deterministic: bool = False) -> th.Tensor:
         self.proba_distribution(action_logits)
@@ -368,6 +398,8 @@ class BernoulliDistribution(Distribution):
         super().__init__()
         self.action_dims = action_dims
         self.logits: th.Tensor | None = None
+        # K seeds' own random streams (see CategoricalDistribution)
+        self.seed_generators: list[th.Generator] | None = None
 
     def proba_distribution_net(self, latent_dim: int) -> nn.Module:
         """Linear layer producing one logit per binary action."""
@@ -393,14 +425,16 @@ class BernoulliDistribution(Distribution):
     def log_prob(self, actions: th.Tensor) -> th.Tensor:
         assert self.logits is not None
         logits, actions = th.broadcast_tensors(self.logits, actions.to(self.logits.dtype))
-        return -F.binary_cross_entropy_with_logits(logits, actions, reduction="none").sum(dim=1)
+        return -F.binary_cross_entropy_with_logits(logits, actions, reduction="none").sum(dim=-1)
 
     def entropy(self) -> th.Tensor:
         assert self.logits is not None
-        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none").sum(dim=1)
+        return F.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none").sum(dim=-1)
 
     def sample(self) -> th.Tensor:
-        return th.bernoulli(self.probs)
+        if self.seed_generators is None:
+            return th.bernoulli(self.probs)
+        return th.stack([th.bernoulli(p, generator=g) for p, g in zip(self.probs, self.seed_generators)])
 
     def mode(self) -> th.Tensor:
         return th.round(self.probs)
@@ -661,6 +695,6 @@ def kl_divergence(dist_true: Distribution, dist_pred: Distribution) -> th.Tensor
         assert isinstance(dist_true, MultiCategoricalDistribution)
         return th.stack(
             [th.distributions.kl_divergence(p, q) for p, q in zip(dist_true.distribution, dist_pred.distribution)],
-            dim=1,
-        ).sum(dim=1)
+            dim=-1,
+        ).sum(dim=-1)
     return th.distributions.kl_divergence(dist_true.distribution, dist_pred.distribution)  # type: ignore[attr-defined]

@@ -67,7 +67,7 @@ class QNetwork(BasePolicy):
         return self.q_net(self.extract_features(obs, self.features_extractor))
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = True) -> th.Tensor:
-        return self(observation).argmax(dim=1).reshape(-1)
+        return self(observation).argmax(dim=-1).reshape(-1)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return encode_constructor_parameters(

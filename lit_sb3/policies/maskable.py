@@ -107,7 +107,7 @@ class MaskableActorCriticPolicy(ActorCriticPolicy):
             distribution.apply_masking(action_masks)
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        return actions.reshape((-1, *self.action_space.shape)), values, log_prob  # type: ignore[misc]
+        return actions.reshape((*log_prob.shape, *self.action_space.shape)), values, log_prob  # type: ignore[misc]
 
     def get_distribution(  # type: ignore[override]
         self, obs: PyTorchObs, action_masks: np.ndarray | th.Tensor | None = None

@@ -36,6 +36,12 @@ def _masked_normalised(raw: th.Tensor, masks: th.Tensor | None) -> th.Tensor:
     return logits - logits.logsumexp(dim=-1, keepdim=True)
 
 
+def _batched(action_logits: th.Tensor, n: int) -> th.Tensor:
+    """Logits with a batch dimension: ``[n]`` -> ``[1, n]``; ``[batch, n]`` and ``[K, batch, n]`` (K seeds) as they
+    are."""
+    return action_logits.reshape(-1, n) if action_logits.dim() < 3 else action_logits
+
+
 def _masked_entropy(logits: th.Tensor, masks: th.Tensor | None) -> th.Tensor:
     """Entropy over the last dim of normalised ``logits``; masked choices contribute nothing."""
     p_log_p = logits.exp() * logits
@@ -69,8 +75,9 @@ class MaskableCategoricalDistribution(CategoricalDistribution, MaskableDistribut
         self.masks: th.Tensor | None = None
 
     def proba_distribution(self: SelfMaskable, action_logits: th.Tensor) -> SelfMaskable:
-        """Set the unnormalised logits ``[batch, action_dim]`` (no mask until :meth:`apply_masking`)."""
-        self._raw_logits = action_logits.reshape(-1, self.action_dim)
+        """Set the unnormalised logits ``[batch, action_dim]`` (K seeds: ``[K, batch, action_dim]``; no mask until
+        :meth:`apply_masking`)."""
+        self._raw_logits = _batched(action_logits, self.action_dim)
         self.masks = None
         self.logits = _masked_normalised(self._raw_logits, None)
         return self
@@ -100,8 +107,9 @@ class MaskableMultiCategoricalDistribution(MultiCategoricalDistribution, Maskabl
         self.masks: th.Tensor | None = None
 
     def proba_distribution(self: SelfMaskableMulti, action_logits: th.Tensor) -> SelfMaskableMulti:
-        """Set the concatenated unnormalised logits ``[batch, sum(action_dims)]`` (no mask yet)."""
-        self._raw_logits = action_logits.reshape(-1, sum(self.action_dims))
+        """Set the concatenated unnormalised logits ``[batch, sum(action_dims)]`` (K seeds: ``[K, batch, ...]``; no
+        mask yet)."""
+        self._raw_logits = _batched(action_logits, sum(self.action_dims))
         self.masks = None
         super().proba_distribution(self._raw_logits)
         return self
@@ -111,17 +119,17 @@ class MaskableMultiCategoricalDistribution(MultiCategoricalDistribution, Maskabl
         assert raw is not None, "Call proba_distribution() first."
         self.masks = None if masks is None else th.as_tensor(masks, dtype=th.bool, device=raw.device).reshape(raw.shape)
         if self._uniform:
-            shape = (-1, len(self.action_dims), self.action_dims[0])
+            shape = (*raw.shape[:-1], len(self.action_dims), self.action_dims[0])
             self.logits = _masked_normalised(
                 raw.reshape(shape), None if self.masks is None else self.masks.reshape(shape)
             )
         else:
             split_masks = (
-                [None] * len(self.action_dims) if self.masks is None else th.split(self.masks, self.action_dims, 1)
+                [None] * len(self.action_dims) if self.masks is None else th.split(self.masks, self.action_dims, -1)
             )
             self._split_logits = [
                 _masked_normalised(s, m)
-                for s, m in zip(th.split(raw, self.action_dims, dim=1), split_masks, strict=True)
+                for s, m in zip(th.split(raw, self.action_dims, dim=-1), split_masks, strict=True)
             ]
 
     def entropy(self) -> th.Tensor:
@@ -130,11 +138,11 @@ class MaskableMultiCategoricalDistribution(MultiCategoricalDistribution, Maskabl
             masks = None if self.masks is None else self.masks.reshape(self.logits.shape)
             return _masked_entropy(self.logits, masks).sum(-1)
         split_masks = (
-            [None] * len(self.action_dims) if self.masks is None else th.split(self.masks, self.action_dims, 1)
+            [None] * len(self.action_dims) if self.masks is None else th.split(self.masks, self.action_dims, -1)
         )
         return th.stack(
-            [_masked_entropy(s, m) for s, m in zip(self._split_logits, split_masks, strict=True)], dim=1
-        ).sum(dim=1)
+            [_masked_entropy(s, m) for s, m in zip(self._split_logits, split_masks, strict=True)], dim=-1
+        ).sum(dim=-1)
 
 
 class MaskableBernoulliDistribution(MaskableMultiCategoricalDistribution):

@@ -73,13 +73,13 @@ class QuantileNetwork(BasePolicy):
         )
 
     def forward(self, obs: PyTorchObs) -> th.Tensor:
-        """Quantiles ``[batch, n_quantiles, n_actions]``."""
+        """Quantiles ``[batch, n_quantiles, n_actions]`` (``[K, batch, ...]`` for K stacked seeds)."""
         quantiles = self.quantile_net(self.extract_features(obs, self.features_extractor))
-        return quantiles.view(-1, self.n_quantiles, self.n_actions)
+        return quantiles.view(*quantiles.shape[:-1], self.n_quantiles, self.n_actions)
 
     def _predict(self, observation: PyTorchObs, deterministic: bool = True) -> th.Tensor:
         # greedy action: Q(s, a) = mean_i theta_i(s, a)
-        return self(observation).mean(dim=1).argmax(dim=1).reshape(-1)
+        return self(observation).mean(dim=-2).argmax(dim=-1).reshape(-1)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         return encode_constructor_parameters(

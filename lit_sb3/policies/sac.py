@@ -22,6 +22,7 @@ from lit_sb3.policies.torch_layers import (
     NatureCNN,
     create_ensemble_mlp,
     create_mlp,
+    ensemble_first_member_forward,
     ensemble_member_forward,
     get_actor_critic_arch,
 )
@@ -112,16 +113,25 @@ class ContinuousCritic(BaseModel):
                 features = self.extract_features(obs, self.features_extractor)
         else:
             features = self.extract_features(obs, self.features_extractor)
-        return th.cat([features, actions], dim=1)
+        return th.cat([features, actions], dim=-1)
 
     def forward_stacked(self, obs: PyTorchObs, actions: th.Tensor) -> th.Tensor:
-        """All Q-values at once, ``[n_critics, batch, 1]``.
+        """All Q-values at once: ``[n_critics, batch, 1]``, or ``[K, n_critics, batch, 1]`` for seed-stacked
+        inputs ``[K, batch, ...]`` (a K-seed critic holds ``K * n_critics`` members, seed-major).
 
         Args:
             obs: batch of observations.
-            actions: batch of actions ``[batch, action_dim]``.
+            actions: batch of actions ``[batch, action_dim]`` (or ``[K, batch, action_dim]``).
         """
-        return self.qf(self._q_input(obs, actions))
+        x = self._q_input(obs, actions)
+        if x.dim() == 2:
+            return self.qf(x)
+        k, n = x.shape[0], self.n_critics
+        if k == 1:  # one seed: the single-seed kernels
+            return self.qf(x[0]).unsqueeze(0)
+        x = x.unsqueeze(1).expand(k, n, *x.shape[1:]).reshape(k * n, *x.shape[1:])
+        q = self.qf(x)
+        return q.view(k, n, *q.shape[1:])
 
     def forward(self, obs: PyTorchObs, actions: th.Tensor) -> tuple[th.Tensor, ...]:
         """One ``[batch, 1]`` tensor per critic (SB3's interface).
@@ -141,7 +151,12 @@ class ContinuousCritic(BaseModel):
         """
         with th.no_grad():
             features = self.extract_features(obs, self.features_extractor)
-        return ensemble_member_forward(self.qf, th.cat([features, actions], dim=1), 0)
+        x = th.cat([features, actions], dim=-1)
+        if x.dim() == 2:
+            return ensemble_member_forward(self.qf, x, 0)
+        if x.shape[0] == 1:  # one seed: the single-seed kernels
+            return ensemble_member_forward(self.qf, x[0], 0).unsqueeze(0)
+        return ensemble_first_member_forward(self.qf, x, self.n_critics)
 
 
 class Actor(BasePolicy):

@@ -21,6 +21,7 @@ __all__ = [
     "NatureCNN",
     "create_ensemble_mlp",
     "create_mlp",
+    "ensemble_first_member_forward",
     "ensemble_member_forward",
     "get_actor_critic_arch",
 ]
@@ -56,7 +57,8 @@ class FlattenExtractor(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: gym.Space) -> None:
         super().__init__(observation_space, get_flattened_obs_dim(observation_space))
-        self.flatten = nn.Flatten()
+        # only the observation's own dims (leading batch dims, e.g. [K seeds, batch], stay)
+        self.flatten = nn.Flatten(start_dim=-max(1, len(observation_space.shape or ())))
 
     def forward(self, observations: th.Tensor) -> th.Tensor:
         return self.flatten(observations)
@@ -257,6 +259,28 @@ def ensemble_member_forward(layers: nn.Sequential, x: th.Tensor, index: int) -> 
     """
     for layer in layers:
         x = layer.forward_member(x, index) if isinstance(layer, EnsembleLinear) else layer(x)
+    return x
+
+
+def ensemble_first_member_forward(layers: nn.Sequential, x: th.Tensor, group: int) -> th.Tensor:
+    """Member 0 of each group of ``group`` consecutive members (each seed's first critic of a seed-stacked
+    ensemble of ``K * group`` members), without evaluating the others.
+
+    Args:
+        layers: the ensemble MLP (``K * group`` members, seed-major).
+        x: input ``[K, batch, in_features]``.
+        group: members per seed.
+    """
+    k = x.shape[0]
+    for layer in layers:
+        if isinstance(layer, EnsembleLinear):
+            weight = layer.weight.view(k, group, *layer.weight.shape[1:])[:, 0]
+            if layer.bias is None:
+                x = th.bmm(x, weight)
+            else:
+                x = th.baddbmm(layer.bias.view(k, group, *layer.bias.shape[1:])[:, 0], x, weight)
+        else:
+            x = layer(x)
     return x
 
 

@@ -31,6 +31,7 @@ def quantile_huber_loss(
     target_quantiles: th.Tensor,
     taus: th.Tensor | None = None,
     sum_over_quantiles: bool = True,
+    n_seeds: int = 1,
 ) -> th.Tensor:
     """Quantile Huber loss of ``current_quantiles [..., N]`` against ``target_quantiles [..., M]``.
 
@@ -44,6 +45,7 @@ def quantile_huber_loss(
         taus: quantile levels of the current quantiles ``[N]`` (default: the midpoints ``(i + 0.5) / N``).
         sum_over_quantiles: sum over the N current quantiles then average the rest (QR-DQN), or average all
             pairs (TQC).
+        n_seeds: K > 1: the leading dimension is the seed's and the loss is per seed, ``[K]``.
     """
     if taus is None:
         taus = quantile_midpoints(current_quantiles.shape[-1], current_quantiles.device)
@@ -56,5 +58,7 @@ def quantile_huber_loss(
     weight = th.where(target < current.detach(), 1.0 - taus, taus)
     loss = weight * huber
     if sum_over_quantiles:
-        return loss.sum(dim=-2).mean()
+        loss = loss.sum(dim=-2)
+    if n_seeds > 1:
+        return loss.reshape(n_seeds, -1).mean(1)
     return loss.mean()

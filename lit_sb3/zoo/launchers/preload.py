@@ -25,7 +25,7 @@ _MODULES = (
     "lit_sb3.zoo.tracking.logger",  # Lightning's MLFlowLogger and MLflow's client
     "lit_sb3.zoo.worker.callbacks",
     "lit_sb3.zoo.worker.guards",
-    "lit_sb3.algorithms.seed_batch",  # seed batches (--seed-batch)
+    "lit_sb3.algorithms.seeds",  # seed batches (--seed-batch)
 )
 
 

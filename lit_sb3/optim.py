@@ -1,26 +1,44 @@
-"""Per-seed optimisers for seed-batched training: Adam and RMSprop over stacked ``[K, ...]`` parameters with one
-step count per seed, and ``step(active)`` that moves only the active seeds.
+"""Optimisers: the one place where the library builds them (:func:`build_optimizer`), single-seed or K seeds.
 
-torch's optimisers keep one step count per parameter tensor; a seed that sits out an update (PPO's per-seed
-``target_kl`` stop, a failed seed) must neither move nor age its bias correction, so here the count is per seed and
-a masked seed's parameters and moments are left exactly as they were. Unmasked steps use ``torch._foreach_*``
-kernels. (The off-policy batches keep torch's fused Adam: a live seed there never sits out an update, and a failed
-seed's parameters are restored after each step by :meth:`SeedBatch._restore_failed`.)
+What it offers (read this if you port an algorithm to K seeds):
+
+* :func:`build_optimizer` builds every optimiser: torch's own class as configured (fused Adam by default, through
+  :func:`optimizer_build_kwargs`) at K=1 and whenever every seed steps together (all elementwise optimisers over
+  stacked ``[K, ...]`` parameters are K separate optimisers; this keeps K=1 bitwise-equal to SB3's runs); for a
+  K>1 batch in which a seed can sit out a step (``seeds_sit_out=True``: PPO's per-seed ``target_kl`` stop), the
+  per-seed optimisers below.
+* :class:`PerSeedAdam`, :class:`PerSeedRMSprop`: Adam and RMSprop over stacked ``[K, ...]`` parameters with one
+  step count per seed; ``step(active)`` moves only the seeds where ``active`` (``[K]`` bool) is True.
+
+torch's optimisers keep one step count per parameter tensor; a seed that sits out an update must neither move nor
+age its bias correction, so here the count is per seed and a masked seed's parameters and moments are left exactly
+as they were. Unmasked steps use ``torch._foreach_*`` kernels.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
 import torch as th
 from torch import nn
 
-__all__ = ["PerSeedAdam", "PerSeedOptimizer", "PerSeedRMSprop", "make_per_seed_optimizer"]
+__all__ = [
+    "PerSeedAdam",
+    "PerSeedOptimizer",
+    "PerSeedRMSprop",
+    "build_optimizer",
+    "make_per_seed_optimizer",
+    "optimizer_build_kwargs",
+]
 
 
 def _per_seed(x: th.Tensor, like: th.Tensor) -> th.Tensor:
-    """A ``[K]`` tensor shaped to broadcast against a ``[K, ...]`` parameter."""
+    """A ``[K]`` tensor shaped to broadcast against a seed-major ``[K * group, ...]`` parameter (group: 1, or the
+    members per seed of an ensemble layer)."""
+    if like.shape[0] != x.shape[0]:
+        x = x.repeat_interleave(like.shape[0] // x.shape[0])
     return x.view(-1, *([1] * (like.dim() - 1)))
 
 
@@ -43,6 +61,9 @@ class PerSeedOptimizer(th.optim.Optimizer):
     def __init__(self, params: Sequence[nn.Parameter], n_seeds: int, defaults: dict[str, Any]) -> None:
         super().__init__(list(params), defaults)
         self.n_seeds = n_seeds
+        # the seeds that step when step() is called without ``active`` (None: all); a model sets it around updates
+        # in which some seeds sit out
+        self.active: th.Tensor | None = None
 
     def _shared_steps(self, device: th.device) -> th.Tensor:
         """The per-seed step counts shared by every parameter that starts stepping together."""
@@ -86,8 +107,9 @@ class PerSeedAdam(PerSeedOptimizer):
 
     @th.no_grad()
     def step(self, active: th.Tensor | None = None) -> None:  # type: ignore[override]
-        """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: every seed (foreach
-        kernels, no masking)."""
+        """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: :attr:`active`, or every
+        seed (foreach kernels, no masking)."""
+        active = self.active if active is None else active
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps = group["lr"], group["eps"]
@@ -161,6 +183,7 @@ class PerSeedRMSprop(PerSeedOptimizer):
 
     @th.no_grad()
     def step(self, active: th.Tensor | None = None) -> None:  # type: ignore[override]
+        active = self.active if active is None else active
         for group in self.param_groups:
             lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
             for p in group["params"]:
@@ -194,10 +217,84 @@ _DEFAULTS_ALLOWED = {
 }
 
 
+def optimizer_build_kwargs(
+    optimizer_class: type[th.optim.Optimizer], optimizer_kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The keyword arguments actually used to build an optimizer: ``fused=True`` is added for Adam/AdamW
+    unless the user chose ``fused``, ``foreach`` or ``differentiable`` (fused Adam runs on CPU and CUDA).
+
+    Args:
+        optimizer_class: the optimizer class.
+        optimizer_kwargs: the user's keyword arguments (without ``lr``).
+    """
+    kwargs = dict(optimizer_kwargs)
+    if optimizer_class in (th.optim.Adam, th.optim.AdamW) and not {"fused", "foreach", "differentiable"} & set(kwargs):
+        kwargs["fused"] = True
+    return kwargs
+
+
+# options accepted by the per-seed optimisers (those that are not implementation choices, with their defaults)
+_IMPLEMENTATION_KWARGS = frozenset({"fused", "foreach", "differentiable", "capturable"})
+
+
+def build_optimizer(
+    optimizer_class: type[th.optim.Optimizer],
+    params: Any,
+    lr: float,
+    optimizer_kwargs: dict[str, Any] | None = None,
+    n_seeds: int = 1,
+    seeds_sit_out: bool = False,
+) -> th.optim.Optimizer:
+    """Build an optimiser: ``optimizer_class(params, lr=lr, **optimizer_kwargs)`` (fused Adam/AdamW by default),
+    or, for K > 1 seeds of which some may sit out a step, the per-seed optimiser of the same class.
+
+    Args:
+        optimizer_class: the optimizer class (the policy's ``optimizer_class``).
+        params: parameters or parameter groups (stacked ``[K, ...]`` for K > 1).
+        lr: initial learning rate.
+        optimizer_kwargs: the user's keyword arguments (without ``lr``).
+        n_seeds: K.
+        seeds_sit_out: a seed may skip a step while others take it (then ``step(active)`` is used).
+
+    Raises:
+        ValueError: per-seed stepping of an optimizer class or option that has no per-seed version.
+    """
+    kwargs = optimizer_build_kwargs(optimizer_class, optimizer_kwargs or {})
+    if n_seeds == 1 or not seeds_sit_out:
+        return optimizer_class(params, lr=lr, **kwargs)
+    if optimizer_class not in _DEFAULTS_ALLOWED:
+        raise ValueError(
+            f"per-seed stepping of K={n_seeds} seeds supports the optimizer classes Adam and RMSprop, got "
+            f"{optimizer_class.__name__} (policy_kwargs['optimizer_class'])."
+        )
+    options = {k: v for k, v in kwargs.items() if k not in _IMPLEMENTATION_KWARGS}
+    for key, default in _DEFAULTS_ALLOWED[optimizer_class].items():
+        if options.pop(key, default) != default:
+            raise ValueError(
+                f"per-seed stepping supports {optimizer_class.__name__} with {key}={default!r} only, "
+                f"got {key}={kwargs[key]!r}."
+            )
+    if optimizer_class is th.optim.Adam:
+        known = {"betas", "eps"}
+    else:
+        known = {"alpha", "eps"}
+    # other options at torch's defaults change nothing (an optimizer's ``defaults`` lists them all)
+    signature = inspect.signature(optimizer_class.__init__).parameters
+    unknown = sorted(k for k in set(options) - known if k not in signature or options[k] != signature[k].default)
+    options = {k: v for k, v in options.items() if k in known}
+    if unknown:
+        raise ValueError(
+            f"per-seed {optimizer_class.__name__} does not support the option(s) {unknown}; allowed: {sorted(known)}."
+        )
+    cls = PerSeedAdam if optimizer_class is th.optim.Adam else PerSeedRMSprop
+    return cls(list(params), n_seeds, lr=lr, **options)
+
+
 def make_per_seed_optimizer(
     single: th.optim.Optimizer, params: Sequence[nn.Parameter], n_seeds: int
-) -> PerSeedOptimizer:
-    """The per-seed optimiser matching a member's optimiser (Adam or RMSprop with SB3's options).
+) -> th.optim.Optimizer:
+    """The per-seed optimiser matching a member's optimiser (Adam or RMSprop with SB3's options), through
+    :func:`build_optimizer`.
 
     Args:
         single: the first member's policy optimiser (its class and hyperparameters are used).
@@ -211,11 +308,6 @@ def make_per_seed_optimizer(
             f"seed batching supports the optimizer classes Adam and RMSprop, got {cls.__name__} "
             "(policy_kwargs['optimizer_class'])."
         )
-    for key, default in _DEFAULTS_ALLOWED[cls].items():
-        if group.get(key, default) != default:
-            raise ValueError(
-                f"seed batching supports {cls.__name__} with {key}={default!r} only, got {key}={group[key]!r}."
-            )
-    if cls is th.optim.Adam:
-        return PerSeedAdam(params, n_seeds, lr=group["lr"], betas=group["betas"], eps=group["eps"])
-    return PerSeedRMSprop(params, n_seeds, lr=group["lr"], alpha=group["alpha"], eps=group["eps"])
+    keys = {"betas", "eps"} if cls is th.optim.Adam else {"alpha", "eps"}
+    options = {k: group[k] for k in (*keys, *_DEFAULTS_ALLOWED[cls]) if k in group}
+    return build_optimizer(cls, params, group["lr"], options, n_seeds=n_seeds, seeds_sit_out=True)

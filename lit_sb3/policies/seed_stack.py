@@ -1,0 +1,364 @@
+"""Seed stacking: K seeds' networks as one, and the per-seed reductions an update over a seed dimension needs.
+
+What it offers (the one stacking mechanism of the library; an algorithm written over a leading seed dimension K
+uses only these):
+
+* :func:`stack_module` — K identically built modules (one per seed, each built as its single-seed run builds it)
+  -> one module of the same class evaluated on ``[K, batch, ...]`` inputs, plus :class:`ParamLink` s mapping each
+  stacked tensor back to the K originals (``member(i)`` writes seed i's weights and optimiser state through them).
+  ``nn.Linear`` becomes one :class:`~lit_sb3.policies.torch_layers.EnsembleLinear` of K members (one ``baddbmm``);
+  an ``EnsembleLinear`` of n members (a seed's critic ensemble) one of ``K * n`` members, seed-major; elementwise
+  activations stay; other parameter-free modules (``Flatten``, ...) run with K folded into the batch
+  (:class:`SeedFolded`). A layer kind not stacked yet (Conv2d, LayerNorm, BatchRenorm, LSTM, a module holding its
+  own parameters) raises ``NotImplementedError`` naming it: K=1 never stacks anything and always works.
+  :func:`stack_sequential` is the same for a list of ``nn.Sequential``.
+* :func:`seed_mean`, :func:`seed_mse`, :func:`seed_smooth_l1` — per-seed reductions ``[K, ...] -> [K]``; at K=1 they
+  are the exact reduction a single-seed run uses (``x.mean()``, ``F.mse_loss(...)``: a scalar, on the single-seed
+  tensors that carry no seed dimension at K=1), so K=1 stays bitwise.
+* :func:`masked_seed_sum` — the sum of per-seed losses over the live seeds (``torch.where``: a NaN of a masked seed
+  cannot reach the others); its gradient gives each seed its own loss's gradient.
+* :func:`clip_grad_norm_per_seed` — ``max_grad_norm`` clipping per seed (K=1: ``torch.nn.utils.clip_grad_norm_``).
+* :func:`seed_randn_like`, :func:`seed_randint` — random draws ``[K, ...]`` whose slice i comes from seed i's own
+  ``torch.Generator`` (so seed i of a batch draws what its separate run draws from torch's global generator);
+  without generators (K=1), torch's global generator as a single-seed run uses it.
+
+Layout: stacked tensors are seed-major, ``[K * group, ...]`` where ``group`` is 1 (a Linear) or n (an ensemble).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Sequence
+
+import torch as th
+from torch import nn
+from torch.nn import functional as F
+
+from lit_sb3.policies.torch_layers import EnsembleLinear
+
+__all__ = [
+    "ParamLink",
+    "SeedFolded",
+    "clip_grad_norm_per_seed",
+    "masked_seed_sum",
+    "seed_mean",
+    "seed_mse",
+    "seed_randint",
+    "seed_randn_like",
+    "seed_smooth_l1",
+    "stack_module",
+    "stack_sequential",
+]
+
+# elementwise, parameter-free layers: they run on [K, batch, ...] as they are
+_ELEMENTWISE = (
+    nn.ReLU,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.ELU,
+    nn.LeakyReLU,
+    nn.SiLU,
+    nn.GELU,
+    nn.Softplus,
+    nn.Hardtanh,
+    nn.Identity,
+    nn.Mish,
+    nn.SELU,
+    nn.CELU,
+)
+
+
+class ParamLink:
+    """Where a stacked tensor's seed slices live in the K single-seed models.
+
+    The stacked tensor is seed-major (``[K * group, ...]``); ``member_tensors[i]`` is seed i's tensor in its
+    single-seed model, ``transpose`` says that the single tensor is the transpose of each slice (``nn.Linear``
+    weights are ``[out, in]``, ``EnsembleLinear`` weights ``[in, out]``).
+
+    Args:
+        stacked: the stacked parameter or buffer.
+        member_tensors: the K single-seed tensors.
+        transpose: the slices are stored transposed.
+    """
+
+    def __init__(self, stacked: th.Tensor, member_tensors: Sequence[th.Tensor], transpose: bool = False) -> None:
+        self.stacked = stacked
+        self.member_tensors = list(member_tensors)
+        self.transpose = transpose
+
+    def seed_slice(self, i: int, tensor: th.Tensor | None = None) -> th.Tensor:
+        """Seed i's part of the stacked tensor (or of ``tensor``, shaped like it: an optimiser moment), shaped as
+        its single-seed tensor."""
+        k = len(self.member_tensors)
+        source = self.stacked if tensor is None else tensor
+        part = source.detach().reshape(k, -1, *source.shape[1:])[i]
+        if self.transpose:
+            part = part.squeeze(0).transpose(-1, -2)
+        return part.reshape(self.member_tensors[i].shape)
+
+    def write_member(self, i: int) -> None:
+        """Copy seed i's current stacked values into its single-seed tensor."""
+        target = self.member_tensors[i]
+        with th.no_grad():
+            target.copy_(self.seed_slice(i).to(device=target.device, dtype=target.dtype))
+
+
+def _stack_linear(layers: Sequence[nn.Module]) -> tuple[EnsembleLinear, list[ParamLink]]:
+    """One EnsembleLinear holding K ``nn.Linear`` (K members) or K ``EnsembleLinear(n)`` (K * n members)."""
+    first = layers[0]
+    if isinstance(first, nn.Linear):
+        stacked = EnsembleLinear(len(layers), first.in_features, first.out_features, bias=first.bias is not None)
+        with th.no_grad():
+            stacked.weight.copy_(th.stack([layer.weight.detach().t() for layer in layers]))
+            if stacked.bias is not None:
+                stacked.bias.copy_(th.stack([layer.bias.detach() for layer in layers]).unsqueeze(1))
+        links = [ParamLink(stacked.weight, [layer.weight for layer in layers], transpose=True)]
+    elif isinstance(first, EnsembleLinear):
+        n = first.n_members
+        stacked = EnsembleLinear(len(layers) * n, first.in_features, first.out_features, bias=first.bias is not None)
+        with th.no_grad():
+            stacked.weight.copy_(th.cat([layer.weight.detach() for layer in layers]))
+            if stacked.bias is not None:
+                stacked.bias.copy_(th.cat([layer.bias.detach() for layer in layers]))
+        links = [ParamLink(stacked.weight, [layer.weight for layer in layers])]
+    else:  # pragma: no cover - guarded by stack_sequential
+        raise TypeError(type(first).__name__)
+    if stacked.bias is not None:
+        links.append(ParamLink(stacked.bias, [layer.bias for layer in layers]))
+    stacked.to(device=first.weight.device, dtype=first.weight.dtype)
+    return stacked, links
+
+
+def stack_sequential(modules: Sequence[nn.Module]) -> tuple[nn.Sequential, list[ParamLink]]:
+    """Stack K identically shaped MLPs (``nn.Linear``/``EnsembleLinear`` layers and parameter-free layers such as
+    activations) into one ``nn.Sequential`` evaluated on ``[K * n, batch, features]`` inputs.
+
+    Args:
+        modules: K ``nn.Sequential`` (or a single Linear/EnsembleLinear each), one per seed.
+
+    Returns:
+        The stacked module and the links of its parameters to the K originals.
+    """
+    seqs = [list(m) if isinstance(m, nn.Sequential) else [m] for m in modules]
+    layers: list[nn.Module] = []
+    links: list[ParamLink] = []
+    for position, group in enumerate(zip(*seqs)):
+        first = group[0]
+        if isinstance(first, (nn.Linear, EnsembleLinear)):
+            stacked, layer_links = _stack_linear(group)
+            layers.append(stacked)
+            links += layer_links
+        elif type(first) is nn.ReLU and layers and isinstance(layers[-1], EnsembleLinear):
+            # in place on the fresh matmul output (K times the single run's activation: a second copy of it costs
+            # memory traffic, not just memory)
+            layers.append(nn.ReLU(inplace=True))
+        elif next(first.parameters(recurse=True), None) is None and next(first.buffers(), None) is None:
+            layers.append(first)  # stateless, elementwise (activations, Tanh, Hardtanh)
+        else:
+            raise NotImplementedError(
+                f"seed batching stacks MLPs of Linear layers and activations; layer {position} is "
+                f"{type(first).__name__}, which has parameters or state (not supported yet)."
+            )
+    return nn.Sequential(*layers), links
+
+
+def clip_grad_norm_per_seed(
+    parameters: Iterable[th.Tensor], max_norm: float, n_seeds: int, foreach: bool | None = None
+) -> th.Tensor:
+    """``clip_grad_norm_`` for each seed separately: each seed's gradients are scaled by
+    ``min(1, max_norm / (its total norm + 1e-6))``, as the single-seed run's ``clip_grad_norm_`` would (K=1: torch's
+    ``clip_grad_norm_`` itself).
+
+    Args:
+        parameters: stacked, seed-major parameters.
+        max_norm: the largest gradient norm of one seed.
+        n_seeds: K.
+        foreach: K=1: ``clip_grad_norm_``'s ``foreach``.
+
+    Returns:
+        The per-seed total norms before clipping, ``[K]`` (K=1: the scalar norm).
+    """
+    if n_seeds == 1:  # the single-seed kernel: bitwise what an unbatched run computes
+        return th.nn.utils.clip_grad_norm_(parameters, max_norm, foreach=foreach)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return th.zeros(n_seeds)
+    squares = th.stack([g.reshape(n_seeds, -1).pow(2).sum(1) for g in grads]).sum(0)
+    norms = squares.sqrt()
+    coef = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+    for g in grads:
+        g.mul_(coef.reshape(n_seeds, *([1] * (g.dim() - 1))).repeat_interleave(g.shape[0] // n_seeds, 0))
+    return norms
+
+
+class SeedFolded(nn.Module):
+    """A parameter-free module run on ``[K, batch, ...]`` with K folded into the batch (``Flatten``, ...).
+
+    Args:
+        module: the wrapped module (no parameters, no buffers).
+    """
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, x: th.Tensor) -> th.Tensor:
+        k, b = x.shape[0], x.shape[1]
+        y = self.module(x.reshape(k * b, *x.shape[2:]))
+        return y.reshape(k, b, *y.shape[1:])
+
+
+def _stateless(module: nn.Module) -> bool:
+    return next(module.parameters(), None) is None and next(module.buffers(), None) is None
+
+
+def _stack_into(target: nn.Module, group: Sequence[nn.Module], path: str, links: list[ParamLink]) -> nn.Module:
+    """The stacked version of ``group`` (K modules of one structure); ``target`` is a copy of ``group[0]`` that is
+    modified in place where it can be."""
+    first = group[0]
+    if isinstance(first, (nn.Linear, EnsembleLinear)):
+        stacked, layer_links = _stack_linear(group)
+        links += layer_links
+        return stacked
+    if isinstance(first, _ELEMENTWISE) or (isinstance(first, nn.Flatten) and first.start_dim < 0):
+        return target  # elementwise, or flattening only trailing dims: K-agnostic as it is
+    if _stateless(first):
+        return SeedFolded(target)
+    own_params = [name for name, _ in first.named_parameters(recurse=False)]
+    if list(first.named_buffers(recurse=False)) or not list(first.children()):
+        raise NotImplementedError(
+            f"seed batching (K > 1) does not stack {type(first).__name__} layers yet (at {path or 'the root'}); "
+            "K = 1 (a single seed) supports every layer."
+        )
+    for name in own_params:  # a container's own parameter (an on-policy log_std): [K, *shape], seed i's at i
+        members = [getattr(module, name) for module in group]
+        stacked_param = nn.Parameter(th.stack([p.detach() for p in members]).clone(), members[0].requires_grad)
+        setattr(target, name, stacked_param)
+        links.append(ParamLink(stacked_param, members))
+    for name, child in list(target.named_children()):
+        members = [getattr(module, name) for module in group]
+        stacked = _stack_into(child, members, f"{path}.{name}" if path else name, links)
+        if stacked is not child:
+            setattr(target, name, stacked)
+    return target
+
+
+def stack_module(modules: Sequence[nn.Module]) -> tuple[nn.Module, list[ParamLink]]:
+    """Stack K modules of one structure (one per seed) into one evaluated on ``[K, batch, ...]`` inputs.
+
+    The result is a copy of ``modules[0]`` (same class, so its ``forward`` is the single module's, written
+    K-agnostic: concatenations and reductions over ``dim=-1``) whose Linear layers hold all K seeds.
+
+    Args:
+        modules: the K modules, seed index i's at position i.
+
+    Returns:
+        The stacked module and the links of its stacked tensors to the K originals.
+
+    Raises:
+        NotImplementedError: a layer kind that is not stacked yet (named).
+    """
+    if len(modules) < 2:
+        raise ValueError(f"stack_module needs K >= 2 modules (K = 1 is the module itself), got {len(modules)}.")
+    links: list[ParamLink] = []
+    target = copy.deepcopy(modules[0])
+    stacked = _stack_into(target, modules, "", links)
+    return stacked, links
+
+
+def seed_mean(x: th.Tensor, n_seeds: int) -> th.Tensor:
+    """Mean over everything but the leading seed dimension: ``[K, ...] -> [K]`` (K=1: ``x.mean()``, a scalar).
+
+    Args:
+        x: per-seed values, seed-major.
+        n_seeds: K.
+    """
+    if n_seeds == 1:
+        return x.mean()
+    return x.reshape(n_seeds, -1).mean(1)
+
+
+def seed_mse(x: th.Tensor, target: th.Tensor, n_seeds: int) -> th.Tensor:
+    """Per-seed mean squared error ``[K]`` (K=1: ``F.mse_loss(x, target)``, a scalar).
+
+    Args:
+        x: predictions ``[K, ...]``.
+        target: targets, same shape.
+        n_seeds: K.
+    """
+    if n_seeds == 1:
+        return F.mse_loss(x, target)
+    return (x - target).square().reshape(n_seeds, -1).mean(1)
+
+
+def seed_smooth_l1(x: th.Tensor, target: th.Tensor, n_seeds: int) -> th.Tensor:
+    """Per-seed Huber loss (``F.smooth_l1_loss``, beta 1) ``[K]`` (K=1: ``F.smooth_l1_loss(x, target)``, a scalar).
+
+    Args:
+        x: predictions ``[K, ...]``.
+        target: targets, same shape.
+        n_seeds: K.
+    """
+    if n_seeds == 1:
+        return F.smooth_l1_loss(x, target)
+    return F.smooth_l1_loss(x, target, reduction="none").reshape(n_seeds, -1).mean(1)
+
+
+def masked_seed_sum(per_seed: th.Tensor, active: th.Tensor | None = None) -> th.Tensor:
+    """The sum of per-seed losses over the live seeds (the loss an optimiser of K seeds minimises); a single
+    seed's scalar loss is returned as it is.
+
+    Args:
+        per_seed: ``[K]`` losses (or the scalar loss of one seed).
+        active: ``[K]`` bool (None: every seed is live).
+    """
+    if per_seed.dim() == 0:
+        return per_seed
+    if active is None:
+        return per_seed.sum()
+    return th.where(active, per_seed, th.zeros_like(per_seed)).sum()
+
+
+def seed_randn_like(x: th.Tensor, generators: Sequence[th.Generator] | None = None) -> th.Tensor:
+    """Standard normal noise shaped like ``x`` (``[K, ...]``): slice i from ``generators[i]``; None: ``randn_like``.
+
+    Args:
+        x: the tensor whose shape, dtype and device the noise takes.
+        generators: one generator per seed (on ``x``'s device; a None entry: a seed sitting out, zeros), or None.
+    """
+    if generators is None:
+        return th.randn_like(x)
+    shape = x.shape[1:]
+    return th.stack(
+        [
+            th.randn(shape, generator=g, dtype=x.dtype, device=x.device)
+            if g is not None
+            else th.zeros(shape, dtype=x.dtype, device=x.device)
+            for g in generators
+        ]
+    )
+
+
+def seed_randint(
+    high: int, size: tuple[int, ...], generators: Sequence[th.Generator] | None, device: th.device, low: int = 0
+) -> th.Tensor:
+    """Uniform integers in ``[low, high)``: ``[K, *size]`` with slice i from ``generators[i]`` (None: ``size``
+    from torch's global generator, as a single-seed run draws them).
+
+    Args:
+        high: upper bound (excluded).
+        size: shape of one seed's draw.
+        generators: one generator per seed (a None entry: a seed sitting out, ``low``), or None.
+        device: where the draw is made.
+        low: lower bound.
+    """
+    if generators is None:
+        return th.randint(low, high, size, device=device)
+    return th.stack(
+        [
+            th.randint(low, high, size, generator=g, device=device)
+            if g is not None
+            else th.full(size, low, dtype=th.long, device=device)
+            for g in generators
+        ]
+    )
