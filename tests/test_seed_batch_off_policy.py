@@ -94,6 +94,8 @@ EQUIVALENCE = {
                                              target_update_interval=20, exploration_fraction=0.5), 250),
     "sac_episodes": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, train_freq=(2, "episode"), gradient_steps=-1),
                      200, [20, 25, 30]),
+    "ddpg_episodes": (DDPG, "Pendulum-v1", dict(TD3_KW, learning_starts=30, train_freq=(1, "episode"), gradient_steps=5),
+                      150, [20, 25, 30]),
     "tqc": (TQC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, policy_kwargs=dict(net_arch=[16], n_quantiles=5)),
             150),
     "qrdqn": (QRDQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
@@ -305,7 +307,7 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(ARS, seeds=[0, 1])
     with pytest.raises(TypeError, match="seeds="):
         SeedBatch(SAC, seeds=[0], seed=1)
-    with pytest.raises(NotImplementedError, match="TD3 with K > 1 seeds does not support train_freq in episodes"):
+    with pytest.raises(NotImplementedError, match="TD3 with K > 1 seeds does not support train_freq in episodes with"):
         SeedBatch(TD3, seeds=[0, 1], train_freq=(1, "episode"))
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])

@@ -150,9 +150,10 @@ class TD3(OffPolicyAlgorithm):
 
     def _check_seed_batchable(self) -> None:
         super()._check_seed_batchable()
-        if self._seeds_sit_out():  # the delayed updates count each seed's own updates: not per seed yet
+        if self._seeds_sit_out() and self.policy_delay > 1:  # delayed updates would follow each seed's own count
             raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds does not support train_freq in episodes yet (K = 1 does)."
+                f"{type(self).__name__} with K > 1 seeds does not support train_freq in episodes with policy_delay > 1 "
+                "yet (K = 1 does; DDPG's policy_delay=1 works)."
             )
 
     def _setup_model(self) -> None:
@@ -225,7 +226,8 @@ class TD3(OffPolicyAlgorithm):
             critic.optimizer.step()
 
             # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets
-            if self._n_updates % self.policy_delay == 0:
+            # (K seeds with their own update counts, [K], have policy_delay 1)
+            if self.policy_delay == 1 or self._n_updates % self.policy_delay == 0:
                 actor_loss = -seed_mean(critic.q1_forward(data.observations, actor(data.observations)), k)
                 actor_losses.append(actor_loss.detach())
                 actor.optimizer.zero_grad(set_to_none=True)
