@@ -34,7 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Train every algo on every env with every seed, one process per job, tracked in MLflow. "
         "Re-running the same command resumes: finished jobs are skipped.",
     )  # fmt: skip
-    p.add_argument("--algos", required=True, help="comma-separated algorithms (ppo,a2c,sac,td3,ddpg,dqn or all)")
+    from lit_sb3.algorithms.registry import ALGORITHMS
+
+    p.add_argument("--algos", required=True, help=f"comma-separated algorithms, or all: {', '.join(ALGORITHMS)}")
     p.add_argument("--envs", required=True, help="comma-separated env ids and suites (e.g. mujoco,CartPole-v1)")
     seeds = p.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=int, default=None, metavar="N", help="seeds 0..N-1 (default 1)")
@@ -79,6 +81,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="how job processes start (default forkserver where available: imports are paid once)")  # fmt: skip
     p.add_argument("--record-final", action="store_true",
                    help="record the final evaluation of each job as an mp4 artifact (videos/; the video extra)")  # fmt: skip
+    p.add_argument("--progress-interval", type=float, default=None, metavar="SECONDS",
+                   help="without a terminal (pipe, nohup, CI): a progress line every SECONDS (default 30, or "
+                   "LIT_SB3_PROGRESS_SECONDS)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     p.set_defaults(func=run)
     return p
@@ -172,6 +177,9 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
 
             check_ray_address(args.ray_address)  # seconds, where ray.init would retry for minutes
     _check_device(args.device)
+    from lit_sb3.zoo.progress import progress_interval
+
+    progress_interval(args.progress_interval)  # a bad --progress-interval fails before any work
     from lit_sb3.zoo.tracking import metrics_flush_seconds
 
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
@@ -391,6 +399,19 @@ def run(args: argparse.Namespace) -> int:
     if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
         return 0
     batchable = _batchable(jobs, args.seed_batch)
+    progress = None
+    if not args.dry_run:  # shown (redrawn every second on a terminal) from now on: the store and workers take time
+        from lit_sb3.zoo.progress import GridProgress, progress_interval
+
+        interval = progress_interval(args.progress_interval)
+        progress = GridProgress(len(jobs), jobs=jobs, workers=args.jobs, interval=interval).start("opening the store")
+    if args.launcher == "local" and not args.dry_run:
+        from lit_sb3.zoo.launchers.local import LocalLauncher
+
+        # started as soon as there is work: the job processes' imports (torch, Lightning, MLflow, once in the
+        # forkserver) overlap with MLflow's import and the store's set-up below (a no-op rerun has returned above)
+        launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
+        launcher.warm_up()
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
     finished = tracking.finished_job_ids()
     if args.dry_run:
@@ -406,19 +427,14 @@ def run(args: argparse.Namespace) -> int:
     n_done_before = sum(j.job_id in finished for j in jobs)
     if active:
         print(f"{len(active)} job(s) are running in another bench run right now; not starting them here")
+    assert progress is not None
     if not todo:
+        progress.stop()
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
     units = _seed_batch_units(todo, args.seed_batch, batchable)
-    if args.launcher == "local":
-        from lit_sb3.zoo.launchers.local import LocalLauncher
-
-        # started only now that there is work: on a no-op rerun its imports (torch, Lightning, MLflow in a second
-        # process) competed with the planning for the CPUs (measured 44 s against 31 s on a loaded 2-core host)
-        launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
-        launcher.warm_up()  # the job processes' imports overlap with the parent run and job runs below
+    progress.set_jobs(todo, "starting workers")
     from lit_sb3.zoo.launchers import get_launcher
-    from lit_sb3.zoo.progress import GridProgress
 
     if launcher is None:
         launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method,
@@ -435,7 +451,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from lit_sb3.zoo.launchers.base import JobDone
 
-        with GridProgress(len(todo), jobs=todo) as progress:
+        with progress:
             for event in launcher.submit(units, tracking.target, _RunBook(tracking, parent_id)):
                 progress.handle(event)
                 if isinstance(event, JobDone):
@@ -446,4 +462,7 @@ def run(args: argparse.Namespace) -> int:
         header = f"# bench run summary\n\n`{_command_line(args)}`\n\n"
         tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
     _print_summary(results, skipped, n_done_before, len(active))
+    from lit_sb3.zoo.tracking.links import results_hint
+
+    print(results_hint(uri, experiment, tracking.target.experiment_id, grid_run_id=parent_id), flush=True)
     return 0 if status == "FINISHED" else 1
