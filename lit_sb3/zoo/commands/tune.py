@@ -24,7 +24,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         subparsers: the CLI's sub-parsers.
     """
     p = subparsers.add_parser("tune", help="tune the hyperparameters of one algorithm on one env with Optuna")
-    p.add_argument("--algo", help="algorithm (ppo, a2c, sac, td3, ddpg, dqn)")
+    from lit_sb3.algorithms.registry import ALGORITHMS
+
+    p.add_argument("--algo", help=f"algorithm ({', '.join(ALGORITHMS)})")
     p.add_argument("--env", help="gymnasium env id")
     p.add_argument("--n-trials", type=int, default=20, help="finished (complete + pruned) trials the study should hold")
     p.add_argument("--n-timesteps", type=int, help="env steps per seed of a trial (default: the zoo config's)")
