@@ -153,3 +153,20 @@ def test_links_open_the_training_view() -> None:
     assert "mlflow ui --backend-store-uri sqlite:///m.db" in line and "workflowType=machine_learning" in line
     assert "final/mean_reward" in training_view_state()
     assert "mlflow ui" not in results_hint("http://h:5000", "e", "1")  # a server is the UI already
+
+
+def test_default_evaluation_costs_at_most_a_quarter_of_the_budget() -> None:
+    from lit_sb3.zoo.jobs import default_eval_protocol
+
+    # the case measured before: PPO on CartPole, 20,224 steps, evaluated 20 x 10 episodes of up to 500 steps
+    freq, episodes = default_eval_protocol(20_224, 500)
+    assert (20_224 // freq) * episodes * 500 <= 20_224 / 4
+    assert default_eval_protocol(1_000_000, 1000) == (50_000, 10)  # MuJoCo's 1M steps: the default, unscaled
+    assert default_eval_protocol(50_000, None) == (2_500, 10)  # no time limit known: the default
+    notes: list[str] = []
+    jobs, _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=20_000, notes=notes)
+    assert (jobs[0].eval_freq, jobs[0].eval_episodes) == default_eval_protocol(jobs[0].n_timesteps, 500)
+    assert any(n.startswith("evaluation: ppo on CartPole-v1: every ") and "% of the 20,224-step budget" in n
+               for n in notes)  # fmt: skip
+    jobs, _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=20_000, eval_freq=1000, eval_episodes=7)
+    assert (jobs[0].eval_freq, jobs[0].eval_episodes) == (1000, 7)  # the options still override

@@ -44,8 +44,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--n-timesteps", type=int, default=None, metavar="N",
                    help="env-step budget of every job (default: the configs', then the suite's)")  # fmt: skip
     p.add_argument("--eval-freq", type=int, default=None, metavar="N",
-                   help="evaluate every N env steps (default: budget/20)")  # fmt: skip
-    p.add_argument("--eval-episodes", type=int, default=10, metavar="N", help="episodes per evaluation (default 10)")
+                   help="evaluate every N env steps (default: budget/20, fewer evaluations where evaluating would "
+                   "cost over 1/4 of the budget)")  # fmt: skip
+    p.add_argument("--eval-episodes", type=int, default=None, metavar="N",
+                   help="episodes per evaluation (default 10, fewer where evaluating would cost over 1/4 of the "
+                   "budget)")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel jobs (default: number of CPUs)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="device of every job (default cpu)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS", help="kill a job after this long")
@@ -124,7 +127,7 @@ def _command_line(args: argparse.Namespace) -> str:
                         ("--experiment", args.experiment)):  # fmt: skip
         if value is not None:
             argv += [flag, str(value)]
-    if args.eval_episodes != 10:
+    if args.eval_episodes is not None:
         argv += ["--eval-episodes", str(args.eval_episodes)]
     if args.device != "cpu":
         argv += ["--device", args.device]
@@ -191,8 +194,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
         notes=notes, cache=PlanCache(args.config, overrides, args.n_timesteps), record_final=args.record_final,
     )  # fmt: skip
-    for line in notes:  # on-policy budgets rounded up to whole rollouts
-        print(f"budget: {line}", flush=True)
+    for line in notes:  # on-policy budgets rounded up to whole rollouts; each pair's evaluation protocol
+        print(line if line.startswith("evaluation: ") else f"budget: {line}", flush=True)
     if not jobs:
         reasons = "; ".join(s.reason for s in skipped) or "empty grid"
         raise BenchError(f"nothing to run: {reasons}")
