@@ -170,3 +170,54 @@ def test_default_evaluation_costs_at_most_a_quarter_of_the_budget() -> None:
                for n in notes)  # fmt: skip
     jobs, _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=20_000, eval_freq=1000, eval_episodes=7)
     assert (jobs[0].eval_freq, jobs[0].eval_episodes) == (1000, 7)  # the options still override
+
+
+def _store_on_two_grids(tmp_path: Path, template: Path) -> str:
+    """A2C evaluated every 1,000 steps and PPO every 1,024 (3 seeds each) on CartPole, as a grid writes them."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param
+
+    from tests.mlflow_store import copy_store
+
+    uri = copy_store(tmp_path, template)
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.create_experiment("grids", artifact_location=(tmp_path / "mlartifacts").as_uri())
+    parent = client.create_run(exp, tags={"lit_sb3.run_type": "grid"}).info.run_id
+    for algo, freq in (("a2c", 1000), ("ppo", 1024)):
+        steps = [freq * (i + 1) for i in range(19)]
+        for seed in range(3):
+            tags = {"mlflow.parentRunId": parent, "lit_sb3.run_type": "job", "lit_sb3.algo": algo,
+                    "lit_sb3.env": "CartPole-v1", "lit_sb3.seed": str(seed), "lit_sb3.job_id": f"{algo}{seed}"}  # fmt: skip
+            rid = client.create_run(exp, tags=tags).info.run_id
+            values = [10.0 + 20.0 * i + seed for i in range(len(steps))]
+            metrics = [Metric("eval/mean_reward", v, 0, s) for s, v in zip(steps, values)]
+            metrics += [Metric("final/mean_reward", values[-1], 0, steps[-1]),
+                        Metric("time/total_timesteps", steps[-1], 0, 0), Metric("time/wall_seconds", 5.0, 0, 0)]  # fmt: skip
+            client.log_batch(rid, metrics=metrics, params=[Param("n_timesteps", str(steps[-1]))])
+            client.set_terminated(rid, "FINISHED")
+    client.set_terminated(parent, "FINISHED")
+    return uri
+
+
+def test_report_draws_each_algorithm_at_its_own_evaluations(tmp_path: Path, mlflow_template: Path) -> None:
+    """Two algorithms on different evaluation grids: only measured points per algorithm (19 each, not 38), and
+    the report command itself runs with every RuntimeWarning an error (no numpy All-NaN slice warning)."""
+    import json
+
+    uri = _store_on_two_grids(tmp_path, mlflow_template)
+    out = tmp_path / "report"
+    argv = [sys.executable, "-W", "error::RuntimeWarning", "-m", "lit_sb3.zoo.cli", "report", "--experiment", "grids",
+            "--tracking-uri", uri, "--out", str(out), "--reps", "500"]  # fmt: skip
+    proc = subprocess.run(argv, env=_env(tmp_path / "cache"), cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "RuntimeWarning" not in proc.stderr
+    agg = json.loads((out / "aggregates.json").read_text())
+    for algo, freq in (("a2c", 1000), ("ppo", 1024)):
+        curve = agg["iqm_curves"][algo]
+        assert curve["x"] == [float(freq * (i + 1)) for i in range(19)] and not curve["interpolated"]
+        assert len(curve["point"]) == 19 and curve["n_runs"] == 3
+    md = (out / "report.md").read_text()
+    assert "6 finished runs of 2 algorithms on 1 env" in md
+    assert "tracking URI: sqlite:///mlflow.db" in md  # paths relative to the project (here the working folder)
+    assert agg["provenance"]["tracking_uri"] == "sqlite:///mlflow.db"
+    assert "workflowType=machine_learning" in md

@@ -136,7 +136,7 @@ def _blocks(
     b.append(
         Block(
             "p",
-            f"{_int(len(results.runs))} finished runs of {len(results.algos)} algorithms on "
+            f"{_n(len(results.runs), 'finished run')} of {_n(len(results.algos), 'algorithm')} on "
             f"{_n(len(results.envs), 'env')}. Aggregates of {scale} over {_n(len(tasks), 'env')} "
             f"({', '.join(tasks) or 'none'}), 95 % stratified-bootstrap CIs with {_int(a['reps'])} reps "
             f"(seed {a['seed']}, engine {a['engine']}"
@@ -350,4 +350,9 @@ def _blocks(
         )
     )
     b.append(Block("p", "Run ids: " + ", ".join(prov["run_ids"])))
+    if a.get("links"):
+        links = a["links"]
+        b.append(Block("h3", "In MLflow (model-training view)"))
+        b.append(Block("p", f"Serve the store with `{links['serve']}`, then:" if links["serve"] else "Open:"))
+        b.append(Block("links", items=[tuple(item) for item in links["items"]]))
     return b
