@@ -64,6 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--output", metavar="FILE", help="best trial as a zoo YAML (default next to the journal: "
                                                    "<study>_best.yml)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="torch device of the trials")
+    p.add_argument("--progress-interval", type=float, default=None, metavar="SECONDS",
+                   help="a progress line (trials, env steps, fps, ETA) every SECONDS (default 30, or "
+                   "LIT_SB3_PROGRESS_SECONDS)")  # fmt: skip
     p.add_argument("--show", action="store_true", help="print the study's best trials and exit (runs nothing)")
     p.add_argument("--top", type=int, default=10, help="trials shown by --show")
     p.set_defaults(func=run)
@@ -265,6 +268,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.algo or not args.env:
         raise BenchError("--algo and --env are required (or --show)")
+    from lit_sb3.zoo.progress import progress_interval
+
+    interval = progress_interval(args.progress_interval)  # a bad value fails before any work
     for flag, name in (("--study-name", args.study_name), ("--experiment", args.experiment)):
         if name is not None:
             check_name(name, flag)  # they name files and folders: refused before anything is opened
@@ -351,7 +357,11 @@ def run(args: argparse.Namespace) -> int:
                                    gpus_per_job=args.gpus_per_job, heartbeat_interval=args.heartbeat_interval,
                                    trial_retries=args.trial_retries)  # fmt: skip
         else:
-            code = run_workers(settings, args.jobs)
+            from lit_sb3.zoo.tuning.progress import StudyProgress
+
+            steps = int(n_timesteps) * args.seeds_per_trial
+            with StudyProgress(storage, study_name, args.n_trials, steps, args.jobs, interval):
+                code = run_workers(settings, args.jobs)
     except BaseException:
         status = "KILLED"
         tracking.end_run(parent_id, status)
@@ -398,4 +408,7 @@ def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: 
                 store.log_artifact(run_id, path)
         finally:
             store.end_run(run_id, "FINISHED" if code == 0 else "FAILED")
+        from lit_sb3.zoo.tracking.links import study_hint
+
+        print(study_hint(store.target.uri, store.target.experiment_id, run_id), flush=True)
     return code

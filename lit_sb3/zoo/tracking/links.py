@@ -20,6 +20,7 @@ __all__ = [
     "VIEW_STATE_TAG",
     "experiment_url",
     "results_hint",
+    "study_hint",
     "run_url",
     "training_view_state",
     "ui_base_url",
@@ -35,6 +36,9 @@ VIEW_STATE_KEY = "lit-sb3-scores"
 VIEW_STATE_TAG = f"mlflow.sharedViewState.{VIEW_STATE_KEY}"
 """The experiment tag that holds it."""
 
+VIEW_NAME = "lit_sb3 scores"
+"""Its name in the runs table's "Views" menu."""
+
 DEFAULT_UI = "http://127.0.0.1:5000"
 """Where ``mlflow ui`` serves by default."""
 
@@ -42,17 +46,24 @@ DEFAULT_UI = "http://127.0.0.1:5000"
 SCORE_COLUMNS = ("final/mean_reward", "final/std_reward", "eval/mean_reward", "eval/std_reward", "time/fps")
 
 
-def training_view_state() -> str:
-    """The runs-table state of the links (JSON): score and evaluation metrics as columns, the best final score
-    first, with the grid and study runs expanded to show their jobs and trials."""
+def training_view_state(created_ms: int | None = None) -> str:
+    """The runs-table view of the links, as MLflow 3.17's saved views store it (the envelope ``{"name",
+    "createdAt", "updatedAt", "state"}`` with the state as JSON text): score and evaluation metrics as columns,
+    the best final score first. It also appears by name in the runs table's "Views" menu.
+
+    Args:
+        created_ms: creation time in ms since the epoch (default now).
+    """
+    import time
+
     columns = [f"metrics.`{key}`" for key in SCORE_COLUMNS]
-    return json.dumps(
-        {
-            "selectedColumns": ["attributes.`Source`", *columns, "tags.`lit_sb3.trial_state`"],
-            "orderByKey": columns[0],
-            "orderByAsc": False,
-        }
-    )
+    state = {
+        "selectedColumns": ["attributes.`Source`", *columns, "tags.`lit_sb3.trial_state`"],
+        "orderByKey": columns[0],
+        "orderByAsc": False,
+    }
+    created = int(time.time() * 1000) if created_ms is None else int(created_ms)
+    return json.dumps({"name": VIEW_NAME, "createdAt": created, "updatedAt": created, "state": json.dumps(state)})
 
 
 def ui_base_url(uri: str) -> str:
@@ -84,7 +95,7 @@ def experiment_url(base: str, experiment_id: str, *, scores_view: bool = True) -
         scores_view: open the runs table with the score columns (:func:`training_view_state`).
     """
     view = f"&viewStateShareKey={VIEW_STATE_KEY}" if scores_view else ""
-    return f"{base.rstrip('/')}/#/experiments/{experiment_id}?{TRAINING_VIEW}{view}"
+    return f"{base.rstrip('/')}/#/experiments/{experiment_id}/runs?{TRAINING_VIEW}{view}"
 
 
 def run_url(base: str, experiment_id: str, run_id: str) -> str:
@@ -117,3 +128,16 @@ def results_hint(uri: str, experiment: str, experiment_id: str | None, *, grid_r
         where += f" (this grid: {run_url(base, experiment_id, grid_run_id)})"
     ui = f"{serve}, then {where}" if serve and where else (serve or where)
     return f"results: {report} | {ui}" if ui else f"results: {report}"
+
+
+def study_hint(uri: str, experiment_id: str | None, study_run_id: str) -> str:
+    """One line saying where to look at a study's trials in MLflow's training view.
+
+    Args:
+        uri: tracking URI.
+        experiment_id: the study's experiment.
+        study_run_id: the study's run (its trials are its children).
+    """
+    base, serve = ui_base_url(uri), ui_command(uri)
+    where = f"open {experiment_url(base, experiment_id or '0')} (this study: {run_url(base, experiment_id or '0', study_run_id)})"
+    return f"trials in MLflow: {serve}, then {where}" if serve else f"trials in MLflow: {where}"

@@ -268,7 +268,11 @@ class Objective:
                     trial.set_user_attr("pruned_at_step", reporter.pruned_at)
                     self._end(run_id, "pruned", "KILLED",
                               {"trial/env_steps": env_steps, "trial/last_reported": reporter.last_reported},
-                              {"lit_sb3.pruned_at_step": str(reporter.pruned_at)})  # fmt: skip
+                              {"lit_sb3.pruned_at_step": str(reporter.pruned_at),
+                               # MLflow has no "pruned" status (KILLED is the nearest): the name and the note say it
+                               "mlflow.runName": f"trial-{trial.number} (pruned)",
+                               "mlflow.note.content": f"Pruned by Optuna's pruner at env step {reporter.pruned_at}: "
+                               "stopped early because it was behind, not a failure."})  # fmt: skip
                     raise optuna.TrialPruned(f"pruned at step {reporter.pruned_at} (seed {chunk[-1].seed})")
                 for seed_run, result in zip(seed_runs, results):
                     tracking.set_tags(seed_run, {STATE_TAG: "complete"})
