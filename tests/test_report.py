@@ -180,7 +180,7 @@ def test_report_data(report: tuple[Path, int], store: tuple[str, Path]) -> None:
     assert agg["per_env"]["Pendulum-v1"]["sac"]["runs"] == 4
     for algo in ALGOS:  # each algorithm at its own (here: the same) measured evaluation steps
         assert agg["iqm_curves"][algo]["x"] == EVAL_STEPS and not agg["iqm_curves"][algo]["interpolated"]
-    assert agg["links"]["items"][0][1].endswith("?workflowType=machine_learning&viewStateShareKey=lit-sb3-scores")
+    assert agg["links"]["items"][0][1].endswith("/runs?workflowType=machine_learning&viewStateShareKey=lit-sb3-scores")
     assert all("workflowType=machine_learning" in url for _, url in agg["links"]["items"])
 
     from mlflow import MlflowClient

@@ -142,8 +142,10 @@ def test_full_bench_list_has_no_banners_and_answers_fast_once_probed(tmp_path: P
 def test_links_open_the_training_view() -> None:
     from lit_sb3.zoo.tracking.links import experiment_url, results_hint, run_url, training_view_state
 
-    assert experiment_url("http://127.0.0.1:5000", "3").startswith(
-        "http://127.0.0.1:5000/#/experiments/3?workflowType=machine_learning"
+    # checked in headless Chromium against MLflow 3.17: without workflowType the experiment opens in the GenAI
+    # view; the saved view applies on the /runs route
+    assert experiment_url("http://127.0.0.1:5000", "3") == (
+        "http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning&viewStateShareKey=lit-sb3-scores"
     )
     assert (
         run_url("http://h:5000/", "3", "abc") == "http://h:5000/#/experiments/3/runs/abc?workflowType=machine_learning"
@@ -151,7 +153,13 @@ def test_links_open_the_training_view() -> None:
     line = results_hint("sqlite:///m.db", "bench-x", "3", grid_run_id="abc")
     assert line.startswith("results: bench report --experiment bench-x --tracking-uri sqlite:///m.db | ")
     assert "mlflow ui --backend-store-uri sqlite:///m.db" in line and "workflowType=machine_learning" in line
-    assert "final/mean_reward" in training_view_state()
+    import json
+
+    view = json.loads(training_view_state(1))
+    assert (
+        view["name"] == "lit_sb3 scores"
+        and "metrics.`final/mean_reward`" in json.loads(view["state"])["selectedColumns"]
+    )
     assert "mlflow ui" not in results_hint("http://h:5000", "e", "1")  # a server is the UI already
 
 

@@ -177,12 +177,18 @@ class GridProgress:
         atexit.register(self.stop)
         return self
 
-    def stop(self) -> None:
-        """Stop showing (idempotent): the last table stays on screen."""
+    def stop(self, clear: bool = False) -> None:
+        """Stop showing (idempotent): the last table stays on screen unless ``clear``.
+
+        Args:
+            clear: erase the live table (nothing ran: the lines printed above it say why).
+        """
         self._stop.set()
         live, self._live = self._live, None
         if live is not None:
-            live.refresh()
+            live.transient = clear
+            if not clear:
+                live.refresh()
             live.stop()
         ticker, self._ticker = self._ticker, None
         if ticker is not None and ticker is not threading.current_thread():

@@ -180,9 +180,6 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
 
             check_ray_address(args.ray_address)  # seconds, where ray.init would retry for minutes
     _check_device(args.device)
-    from lit_sb3.zoo.progress import progress_interval
-
-    progress_interval(args.progress_interval)  # a bad --progress-interval fails before any work
     from lit_sb3.zoo.tracking import metrics_flush_seconds
 
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
@@ -378,11 +375,22 @@ class _RunBook:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Plan, validate, run, summarise.
+    """Plan, validate, run, summarise, with the progress display (not for ``--dry-run``) shown from the planning on
+    and stopped on every way out.
 
     Args:
         args: parsed arguments.
     """
+    from lit_sb3.zoo.progress import GridProgress, progress_interval
+
+    progress = GridProgress(0, workers=args.jobs, interval=progress_interval(args.progress_interval))
+    try:
+        return _run(args, progress)
+    finally:
+        progress.stop()
+
+
+def _run(args: argparse.Namespace, progress: Any) -> int:
     import os
 
     from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, default_experiment_name
@@ -398,16 +406,14 @@ def run(args: argparse.Namespace) -> int:
     if args.experiment is not None:
         check_name(args.experiment, "--experiment")  # it names folders (artifacts, reports): refused first
     launcher = None
+    if not args.dry_run:  # shown (redrawn every second on a terminal) from now on: planning, store, workers
+        progress.start("planning")
     jobs, skipped, experiment = _plan(args)
     if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
+        progress.stop(clear=True)
         return 0
     batchable = _batchable(jobs, args.seed_batch)
-    progress = None
-    if not args.dry_run:  # shown (redrawn every second on a terminal) from now on: the store and workers take time
-        from lit_sb3.zoo.progress import GridProgress, progress_interval
-
-        interval = progress_interval(args.progress_interval)
-        progress = GridProgress(len(jobs), jobs=jobs, workers=args.jobs, interval=interval).start("opening the store")
+    progress.set_jobs(jobs, "opening the store")
     if args.launcher == "local" and not args.dry_run:
         from lit_sb3.zoo.launchers.local import LocalLauncher
 
@@ -430,9 +436,8 @@ def run(args: argparse.Namespace) -> int:
     n_done_before = sum(j.job_id in finished for j in jobs)
     if active:
         print(f"{len(active)} job(s) are running in another bench run right now; not starting them here")
-    assert progress is not None
     if not todo:
-        progress.stop()
+        progress.stop(clear=True)
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
     units = _seed_batch_units(todo, args.seed_batch, batchable)
