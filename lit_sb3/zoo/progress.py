@@ -243,7 +243,7 @@ class GridProgress:
     def eta(self) -> float:
         """Seconds left, from the env steps per second measured inside the jobs (NaN before any job reported a
         rate; 0 when every job is done)."""
-        if self.done >= self.total:
+        if self.total and self.done >= self.total:
             return 0.0
         rows = list(self.rows.values())
         measured = [r for r in rows if r.status != "queued" and math.isfinite(r.fps) and r.fps > 0]
