@@ -143,10 +143,11 @@ def run(args: argparse.Namespace) -> int:
     table = Table(title="Configured pairs", show_lines=False)
     table.add_column("env", no_wrap=True, min_width=max((len(e) for e in envs), default=3))
     # wide enough for every env id and algorithm column (13 algorithms do not fit 100 columns)
-    needed = max(len(e) for e in envs) + 4 + sum(max(len(a), 5) + 3 for a in algos) if envs else 0
+    cell = max(len(c) for c in LEGEND)  # "defaults": a cell is never cut ("defau…" at 80 columns)
+    needed = max(len(e) for e in envs) + 4 + sum(max(len(a), cell) + 3 for a in algos) if envs else 0
     console.width = max(console.width, needed)
     for algo in algos:
-        table.add_column(algo, justify="center", no_wrap=True, min_width=len(algo))
+        table.add_column(algo, justify="center", no_wrap=True, min_width=max(len(algo), cell))
     problems: list[str] = []
     for env_id in envs:
         cells = probe["cells"][env_id]
