@@ -229,3 +229,26 @@ def test_report_draws_each_algorithm_at_its_own_evaluations(tmp_path: Path, mlfl
     assert "tracking URI: sqlite:///mlflow.db" in md  # paths relative to the project (here the working folder)
     assert agg["provenance"]["tracking_uri"] == "sqlite:///mlflow.db"
     assert "workflowType=machine_learning" in md
+
+
+def test_a_new_store_starts_from_the_migrated_template(tmp_path: Path, monkeypatch) -> None:
+    """The first new sqlite store is migrated by MLflow and kept as the template; the next is a copy of it (no
+    migrations), with its Default experiment pointing at its own folder, and works as a store."""
+    import sqlite3
+
+    from lit_sb3.zoo.tracking import open_tracking
+    from lit_sb3.zoo.tracking.template import template_path
+
+    monkeypatch.setenv("LIT_SB3_CACHE_DIR", str(tmp_path / "cache"))
+    first, second = tmp_path / "a", tmp_path / "b"
+    for folder in (first, second):
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        tracking = open_tracking("sqlite:///mlflow.db", "exp")
+        assert tracking.target.experiment_id is not None
+        assert template_path() is not None and template_path().is_file()
+    with sqlite3.connect(second / "mlflow.db") as db:
+        rows = dict(db.execute("SELECT name, artifact_location FROM experiments").fetchall())
+    assert rows["Default"] == str((second / "mlruns" / "0").resolve()) and "exp" in rows
+    with sqlite3.connect(template_path()) as db:  # the template holds nothing of the suite
+        assert [r[0] for r in db.execute("SELECT name FROM experiments")] == ["Default"]
