@@ -174,6 +174,7 @@ def test_default_evaluation_costs_at_most_a_quarter_of_the_budget() -> None:
     notes: list[str] = []
     jobs, _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=20_000, notes=notes)
     assert (jobs[0].eval_freq, jobs[0].eval_episodes) == default_eval_protocol(jobs[0].n_timesteps, 500)
+    assert (jobs[0].requested_timesteps, jobs[0].n_timesteps) == (20_000, 20_224)  # asked, and whole rollouts
     assert any(n.startswith("evaluation: ppo on CartPole-v1: every ") and "% of the 20,224-step budget" in n
                for n in notes)  # fmt: skip
     jobs, _ = plan_grid(["ppo"], ["CartPole-v1"], [0], n_timesteps=20_000, eval_freq=1000, eval_episodes=7)
@@ -201,7 +202,8 @@ def _store_on_two_grids(tmp_path: Path, template: Path) -> str:
             metrics = [Metric("eval/mean_reward", v, 0, s) for s, v in zip(steps, values)]
             metrics += [Metric("final/mean_reward", values[-1], 0, steps[-1]),
                         Metric("time/total_timesteps", steps[-1], 0, 0), Metric("time/wall_seconds", 5.0, 0, 0)]  # fmt: skip
-            client.log_batch(rid, metrics=metrics, params=[Param("n_timesteps", str(steps[-1]))])
+            params = [Param("n_timesteps", str(steps[-1])), Param("n_timesteps_requested", "19000")]
+            client.log_batch(rid, metrics=metrics, params=params)
             client.set_terminated(rid, "FINISHED")
     client.set_terminated(parent, "FINISHED")
     return uri
@@ -226,6 +228,7 @@ def test_report_draws_each_algorithm_at_its_own_evaluations(tmp_path: Path, mlfl
         assert len(curve["point"]) == 19 and curve["n_runs"] == 3
     md = (out / "report.md").read_text()
     assert "6 finished runs of 2 algorithms on 1 env" in md
+    assert "| CartPole-v1 | ppo | 19,000 | 19,456 |" in md  # the budget asked and the (rounded) budget run
     assert "tracking URI: sqlite:///mlflow.db" in md  # paths relative to the project (here the working folder)
     assert agg["provenance"]["tracking_uri"] == "sqlite:///mlflow.db"
     assert "workflowType=machine_learning" in md

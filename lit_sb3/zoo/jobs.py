@@ -106,6 +106,8 @@ class JobSpec:
             it changes what is recorded, not the training.
         record_final: record the final evaluation's episodes as an mp4 artifact (``videos/``); not part of the
             job id either.
+        requested_timesteps: the budget asked for (``--n-timesteps``, the config's or the suite's) before
+            :func:`lit_sb3.zoo.budget.exact_budget` rounded it to ``n_timesteps``; not part of the job id.
     """
 
     algo: str
@@ -120,6 +122,7 @@ class JobSpec:
     config_hash: str = field(default="", compare=False)
     log_interval: int | None = field(default=None, compare=False)
     record_final: bool = field(default=False, compare=False)
+    requested_timesteps: int | None = field(default=None, compare=False)
 
     def identity(self) -> dict[str, Any]:
         """The fields the job id is computed from."""
@@ -291,9 +294,11 @@ def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Se
         raise BenchError(f"no budget for {algo} on {env_id}: the configs set no n_timesteps; give --n-timesteps")
     rollout = rollout_size(algo, cfg.algo_kwargs, cfg.n_envs)
     n_steps = int(cfg.algo_kwargs.get("n_steps", 0) or 0) if rollout else 0
-    budget, note = exact_budget(algo, env_id, int(budget), rollout, n_steps or (rollout or 0) // cfg.n_envs)
+    requested = int(budget)
+    budget, note = exact_budget(algo, env_id, requested, rollout, n_steps or (rollout or 0) // cfg.n_envs)
     config = {name: encode_value(getattr(cfg, name)) for name in _CONFIG_FIELDS}
-    return {"config": config, "config_hash": cfg.config_hash(), "budget": int(budget), "note": note}
+    return {"config": config, "config_hash": cfg.config_hash(), "budget": int(budget), "note": note,
+            "requested": requested}  # fmt: skip
 
 
 def plan_grid(
@@ -392,6 +397,7 @@ def plan_grid(
                         config_hash=outcome["config_hash"],
                         log_interval=log_interval,
                         record_final=record_final,
+                        requested_timesteps=int(outcome.get("requested", budget)),
                     )
                 )
     return jobs, skipped
