@@ -350,7 +350,7 @@ def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template
     assert "rests on 10 runs (sac: n=5, td3: n=5 per env) on 1 env, 4,000 env steps per run" in line
     # budget, protocol, differing hyperparameters (no duplicate from model.*), normalisation constants
     assert "## Budget and evaluation protocol" in md
-    assert "| Pendulum-v1 | sac | 4,000 | 4,000 | 1,000 | 7 | True |" in md
+    assert "| Pendulum-v1 | sac | — | 4,000 | 4,000 | 1,000 | 7 | True |" in md  # no budget asked logged here
     assert "### Pendulum-v1: differing keys: algo_kwargs.learning_rate" in md
     assert "| algo_kwargs.learning_rate | 0.0003 | 0.001 | ≠ |" in md
     assert "| algo_kwargs.gamma | 0.98 | 0.98 |  |" in md
