@@ -55,7 +55,7 @@ def test_progress_lines_at_a_steady_cadence_without_a_terminal() -> None:
         progress.handle(JobProgress(jobs[0].job_id, 400, 1000, 200.0))
         time.sleep(0.9)
     lines = [line for line in out.getvalue().splitlines() if _LINE.match(line)]
-    assert len(lines) >= 3, out.getvalue()
+    assert len(lines) >= 2, out.getvalue()
     assert "jobs: 0/3 done, 0 running, 3 queued, 0 failed" in lines[0] and "starting workers" in lines[0]
     last = lines[-1]
     assert "1 running, 2 queued" in last and "env steps: 400/3,000" in last
