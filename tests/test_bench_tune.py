@@ -202,6 +202,7 @@ def test_bad_trials_are_pruned_early(
     assert run.data.metrics["trial/env_steps"] < 1024
     (seed,) = [r for r in _runs(uri, "prune", "trial_seed") if r.data.tags["mlflow.parentRunId"] == run.info.run_id]
     assert seed.info.status == "KILLED" and seed.data.tags["lit_sb3.trial_state"] == "pruned"
+    assert seed.info.run_name == "s0 ppo CartPole-v1 (pruned)"
     assert seed.data.metrics["time/total_timesteps"] < 1024
 
 
