@@ -3,6 +3,7 @@ CartPole training with tiny budgets (512-1024 env steps, 2 evaluations)."""
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from pathlib import Path
@@ -168,7 +169,9 @@ def test_sqlite_storage_and_resume(in_tmp_path: Path, mlflow_template: Path) -> 
 # ---------------------------------------------------------------------------------------------------------
 # pruning
 # ---------------------------------------------------------------------------------------------------------
-def test_bad_trials_are_pruned_early(in_tmp_path: Path, mlflow_template: Path) -> None:
+def test_bad_trials_are_pruned_early(
+    in_tmp_path: Path, mlflow_template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     uri = _store(in_tmp_path, mlflow_template)
     space = {"replace": True, "params": {"n_envs": 2, "n_steps": 128, "batch_size": 64, "n_epochs": 2,
                                          "learning_rate": {"type": "categorical", "choices": [0.003, 5.0]}}}  # fmt: skip
@@ -178,8 +181,13 @@ def test_bad_trials_are_pruned_early(in_tmp_path: Path, mlflow_template: Path) -
     argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--study-name", "p", "--n-trials", "3",
             "--n-timesteps", "1024", "--n-evaluations", "2", "--eval-episodes", "2",
             "--search-space", _space(in_tmp_path, space), "--pruner", "median", "--n-startup-trials", "2",
-            "--n-warmup-evaluations", "0", "--tracking-uri", uri, "--experiment", "prune"]  # fmt: skip
+            "--n-warmup-evaluations", "0", "--tracking-uri", uri, "--experiment", "prune",
+            "--progress-interval", "0.5"]  # fmt: skip
     assert main(argv) == 0
+    out = capsys.readouterr().out
+    ticks = [line for line in out.splitlines() if re.match(r"^\[\d\d:\d\d:\d\d\] trials: \d+/3 finished", line)]
+    assert ticks and "env steps: " in ticks[-1] and " | ETA " in ticks[-1], out  # progress lines at the cadence
+    assert "workflowType=machine_learning" in out.splitlines()[-1]  # where the trials are, in MLflow
     from optuna.trial import TrialState
 
     study = _study(journal, "p")
@@ -190,9 +198,11 @@ def test_bad_trials_are_pruned_early(in_tmp_path: Path, mlflow_template: Path) -
     runs = {r.data.tags["lit_sb3.trial_number"]: r for r in _runs(uri, "prune", "trial")}
     run = runs[str(pruned[0].number)]
     assert run.data.tags["lit_sb3.trial_state"] == "pruned" and run.info.status == "KILLED"
+    assert run.info.run_name.endswith("(pruned)")  # MLflow has no pruned status: the name says it
     assert run.data.metrics["trial/env_steps"] < 1024
     (seed,) = [r for r in _runs(uri, "prune", "trial_seed") if r.data.tags["mlflow.parentRunId"] == run.info.run_id]
     assert seed.info.status == "KILLED" and seed.data.tags["lit_sb3.trial_state"] == "pruned"
+    assert seed.info.run_name == "s0 ppo CartPole-v1 (pruned)"
     assert seed.data.metrics["time/total_timesteps"] < 1024
 
 

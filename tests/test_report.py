@@ -178,7 +178,10 @@ def test_report_data(report: tuple[Path, int], store: tuple[str, Path]) -> None:
     }
     assert agg["not_finished"] == [{"algo": "td3", "env": "Pendulum-v1", "count": 1, "reasons": ["NaN loss"]}]
     assert agg["per_env"]["Pendulum-v1"]["sac"]["runs"] == 4
-    assert len(agg["iqm_curves"]["x"]) == len(EVAL_STEPS)
+    for algo in ALGOS:  # each algorithm at its own (here: the same) measured evaluation steps
+        assert agg["iqm_curves"][algo]["x"] == EVAL_STEPS and not agg["iqm_curves"][algo]["interpolated"]
+    assert agg["links"]["items"][0][1].endswith("/runs?workflowType=machine_learning&viewStateShareKey=lit-sb3-scores")
+    assert all("workflowType=machine_learning" in url for _, url in agg["links"]["items"])
 
     from mlflow import MlflowClient
 
@@ -347,7 +350,7 @@ def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template
     assert "rests on 10 runs (sac: n=5, td3: n=5 per env) on 1 env, 4,000 env steps per run" in line
     # budget, protocol, differing hyperparameters (no duplicate from model.*), normalisation constants
     assert "## Budget and evaluation protocol" in md
-    assert "| Pendulum-v1 | sac | 4,000 | 4,000 | 1,000 | 7 | True |" in md
+    assert "| Pendulum-v1 | sac | — | 4,000 | 4,000 | 1,000 | 7 | True |" in md  # no budget asked logged here
     assert "### Pendulum-v1: differing keys: algo_kwargs.learning_rate" in md
     assert "| algo_kwargs.learning_rate | 0.0003 | 0.001 | ≠ |" in md
     assert "| algo_kwargs.gamma | 0.98 | 0.98 |  |" in md

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +50,8 @@ def test_first_line_before_any_job_starts(tmp_path: Path, mlflow_template: Path)
         "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]),
     }
     argv = [sys.executable, "-m", "lit_sb3.zoo.cli", "run", "--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "1",
-            "--n-timesteps", "200", "--jobs", "1", "--eval-episodes", "1", "--tracking-uri", uri, "--experiment", "t"]  # fmt: skip
+            "--n-timesteps", "200", "--jobs", "1", "--eval-episodes", "1", "--tracking-uri", uri, "--experiment", "t",
+            "--progress-interval", "0.5"]  # fmt: skip
     proc = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
@@ -59,6 +61,12 @@ def test_first_line_before_any_job_starts(tmp_path: Path, mlflow_template: Path)
     start = next(i for i, line in enumerate(lines) if line.startswith("start "))
     assert start > 0
     assert any(line.strip().startswith("jobs: 1/1 done, 0 running, 0 queued, 0 failed") for line in lines[start:])
+    # piped: progress lines at the --progress-interval cadence while the store opens and the worker starts
+    ticks = [line for line in lines if re.match(r"^\[\d\d:\d\d:\d\d\] jobs: 0/1 done", line)]
+    assert ticks and " | elapsed " in ticks[0] and " | ETA " in ticks[0]
+    # and one line saying how to look at the results, with the link into MLflow's training view
+    assert lines[-1].startswith("results: bench report --experiment t --tracking-uri ")
+    assert "workflowType=machine_learning" in lines[-1]
     # a no-op rerun answers without starting anything
     again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and "nothing to do: all 1 jobs already finished" in again.stdout

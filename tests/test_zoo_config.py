@@ -379,7 +379,7 @@ def test_bench_show_config(capsys: pytest.CaptureFixture[str], algo_registry: No
     assert main(["show-config", "--algo", "ppo", "--env", "CartPole-v1", "--hyperparams", "gamma=0.9"]) == 0
     out = capsys.readouterr().out
     assert "n_steps" in out and "zoo_configs/ppo.yml:CartPole-v1" in out and "--hyperparams" in out
-    assert "LinearSchedule" in out
+    assert "lin_0.001" in out and "LinearSchedule" not in out  # schedules as the zoo writes them
     assert main(["show-config", "--algo", "sac", "--env", "Hopper-v5", "--json"]) == 0
     import json
 

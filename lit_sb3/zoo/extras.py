@@ -26,6 +26,7 @@ __all__ = [
     "check_extra",
     "env_extra",
     "extra_status",
+    "findable_extras",
     "missing_module",
 ]
 
@@ -134,6 +135,23 @@ def check_env_extras(envs: str | Iterable[str]) -> None:
         if extra is not None and extra not in checked:
             check_extra(extra, f"env '{env_id}'")
             checked.add(extra)
+
+
+def findable_extras() -> list[list[object]]:
+    """``[[module, findable], ...]`` for every module of every extra, found without importing it (a memo key:
+    :mod:`lit_sb3.zoo.probe_cache`)."""
+    import importlib.util
+    import sys
+
+    out: list[list[object]] = []
+    for extra in EXTRAS.values():
+        for module in extra.modules:
+            try:
+                found = sys.modules.get(module, 0) is not None and importlib.util.find_spec(module) is not None
+            except (ImportError, ValueError):
+                found = False
+            out.append([module, found])
+    return out
 
 
 def extra_status() -> dict[str, str | None]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -69,23 +70,32 @@ def _plot_utils():  # noqa: ANN202 - the rliable.plot_utils module
     return plot_utils
 
 
-def plot_aggregates(agg: Mapping[str, Mapping[str, Interval]], path: Path, xlabel: str) -> Path:
+def _with_n(algo: str, n_runs: Mapping[str, int] | None) -> str:
+    """``"sac (n=10)"``: the algorithm's label with its number of runs (when known)."""
+    return f"{algo} (n={n_runs[algo]})" if n_runs and algo in n_runs else algo
+
+
+def plot_aggregates(agg: Mapping[str, Mapping[str, Interval]], path: Path, xlabel: str,
+                    n_runs: Mapping[str, int] | None = None) -> Path:  # fmt: skip
     """Four panels (median, IQM, mean, optimality gap): ``rliable.plot_utils.plot_interval_estimates``.
 
     Args:
         agg: algo -> metric -> interval.
         path: PNG to write (and its SVG).
         xlabel: score name for the x axes.
+        n_runs: algo -> runs behind its intervals (shown as ``algo (n=...)``).
     """
     algos = list(agg)
-    points = {a: np.array([agg[a][m].point for m in METRICS]) for a in algos}
-    cis = {a: np.array([[agg[a][m].low for m in METRICS], [agg[a][m].high for m in METRICS]]) for a in algos}
+    labels = {a: _with_n(a, n_runs) for a in algos}
+    points = {labels[a]: np.array([agg[a][m].point for m in METRICS]) for a in algos}
+    cis = {labels[a]: np.array([[agg[a][m].low for m in METRICS], [agg[a][m].high for m in METRICS]]) for a in algos}
+    colors = algo_colors(algos)
     fig, _ = _plot_utils().plot_interval_estimates(
         points,
         cis,
         metric_names=[METRIC_TITLES[m] for m in METRICS],
-        algorithms=algos,
-        colors=algo_colors(algos),
+        algorithms=[labels[a] for a in algos],
+        colors={labels[a]: colors[a] for a in algos},
         xlabel=xlabel,
         row_height=max(0.5, 2.2 / len(algos)),
         max_ticks=3,
@@ -123,7 +133,10 @@ def plot_profiles(profiles: Mapping[str, Profile], path: Path, xlabel: str) -> P
 
 
 def plot_improvement(
-    poi: Mapping[tuple[str, str], Interval], path: Path, verdicts: Mapping[tuple[str, str], bool] | None = None
+    poi: Mapping[tuple[str, str], Interval],
+    path: Path,
+    verdicts: Mapping[tuple[str, str], bool] | None = None,
+    n_runs: Mapping[str, int] | None = None,
 ) -> Path:
     """P(X > Y) with CIs, one row per pair: ``rliable.plot_utils.plot_probability_of_improvement``.
 
@@ -134,6 +147,7 @@ def plot_improvement(
         poi: (X, Y) -> interval.
         path: PNG to write (and its SVG).
         verdicts: (X, Y) -> whether the pair has a verdict (blue) or not (gray); default: the CI excludes 0.5.
+        n_runs: algo -> runs behind its scores (shown as ``algo (n=...)`` in each pair's label).
     """
     plt = _plt()
     pairs = list(poi)
@@ -142,8 +156,8 @@ def plot_improvement(
         verdicts = {p: poi[p].low > 0.5 or poi[p].high < 0.5 for p in pairs}
     colors = ["tab:blue" if verdicts.get(p, False) else "tab:gray" for p in pairs]
     _plot_utils().plot_probability_of_improvement(
-        {f"{x},{y}": poi[(x, y)].point for x, y in pairs},
-        {f"{x},{y}": np.array([poi[(x, y)].low, poi[(x, y)].high]) for x, y in pairs},
+        {f"{_with_n(x, n_runs)},{_with_n(y, n_runs)}": poi[(x, y)].point for x, y in pairs},
+        {f"{_with_n(x, n_runs)},{_with_n(y, n_runs)}": np.array([poi[(x, y)].low, poi[(x, y)].high]) for x, y in pairs},
         ax=ax,
         colors=colors,
         xticks=[0.0, 0.25, 0.5, 0.75, 1.0],
@@ -157,34 +171,45 @@ def plot_improvement(
     return _save(fig, path)
 
 
-def plot_iqm_curves(curves: Mapping[str, Curve], path: Path, xlabel: str, ylabel: str) -> Path:
-    """IQM sample-efficiency curves with CI bands: ``rliable.plot_utils.plot_sample_efficiency_curve``.
+def plot_iqm_curves(curves: Mapping[str, Curve], path: Path, xlabel: str, ylabel: str, *,
+                    n_runs: Mapping[str, int] | None = None, interpolated: Sequence[str] = ()) -> Path:  # fmt: skip
+    """IQM sample-efficiency curves with CI bands (``rliable.plot_utils.plot_sample_efficiency_curve``), each
+    algorithm drawn at its own steps (``curve.steps``): a marker is a measured evaluation, hollow where
+    interpolated between a run's evaluations (``interpolated``).
 
     Args:
         curves: algo -> curve.
         path: PNG to write (and its SVG).
         xlabel: x axis label.
         ylabel: y axis label.
+        n_runs: algo -> runs behind its curve (shown as ``algo (n=...)``).
+        interpolated: algorithms whose points are (partly) interpolated.
     """
     plt = _plt()
     algos = list(curves)
+    colors = algo_colors(algos)
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    steps = next(iter(curves.values())).steps
-    _plot_utils().plot_sample_efficiency_curve(
-        steps,
-        {a: c.point for a, c in curves.items()},
-        {a: np.array([c.low, c.high]) for a, c in curves.items()},
-        algorithms=algos,
-        colors=algo_colors(algos),
-        ax=ax,
-        xlabel=xlabel,
-        ylabel=ylabel,
-        labelsize="large",
-        ticklabelsize="medium",
-        marker="o",
-        legend=True,
-    )
-    ax.set_title("IQM sample efficiency (95 % CIs)")
+    for i, a in enumerate(algos):
+        label = _with_n(a, n_runs)
+        c = curves[a]
+        _plot_utils().plot_sample_efficiency_curve(
+            c.steps,
+            {label: c.point},
+            {label: np.array([c.low, c.high])},
+            algorithms=[label],
+            colors={label: colors[a]},
+            ax=ax,
+            xlabel=xlabel,
+            ylabel=ylabel,
+            labelsize="large",
+            ticklabelsize="medium",
+            marker="o",
+            legend=i == len(algos) - 1,
+            legendsize="medium",
+        )
+        if a in interpolated:
+            ax.lines[-1].set_markerfacecolor("none")
+    ax.set_title("IQM sample efficiency (95 % CIs; markers: evaluations)")
     return _save(fig, path)
 
 
@@ -210,26 +235,28 @@ def mean_ci_over_seeds(
         mean = filled.sum(0) / ok.sum(0)
         boot = (counts @ filled) / (counts @ ok.astype(np.float64))
     alpha = 100 * (1 - confidence) / 2
-    low, high = np.nanpercentile(boot, [alpha, 100 - alpha], axis=0)
+    low, high = np.full(mean.shape, np.nan), np.full(mean.shape, np.nan)
+    some = ~np.isnan(boot).all(axis=0)  # an eval no run has a value at stays NaN (no All-NaN slice warning)
+    if some.any():
+        low[some], high[some] = np.nanpercentile(boot[:, some], [alpha, 100 - alpha], axis=0)
     return mean, low, high
 
 
 def plot_env_curves(
     env: str,
-    steps: NDArray[np.float64],
-    curves: Mapping[str, NDArray[np.float64]],
+    curves: Mapping[str, Any],
     path: Path,
     colors: Mapping[str, tuple[float, ...]],
     *,
     reps: int = 2000,
     seed: int = 0,
 ) -> Path:
-    """Learning curves of one env: mean return over seeds ± bootstrap CI, per algorithm.
+    """Learning curves of one env: mean return over seeds ± bootstrap CI, per algorithm at its own evaluation
+    steps (markers: measured evaluations; hollow where interpolated between a run's evaluations).
 
     Args:
         env: env id (title).
-        steps: eval steps.
-        curves: algo -> ``[runs, evals]``.
+        curves: algo -> :class:`~lit_sb3.zoo.results.AlgoCurves` (``x``: steps, ``mats[0]``: ``[runs, evals]``).
         path: PNG to write (and its SVG).
         colors: algo -> colour.
         reps: bootstrap replications.
@@ -237,10 +264,13 @@ def plot_env_curves(
     """
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
-    for a, vals in curves.items():
+    for a, c in curves.items():
+        vals = c.mats[0]
         mean, low, high = mean_ci_over_seeds(vals, reps=reps, seed=seed)
-        ax.plot(steps, mean, color=colors[a], label=f"{a} (n={vals.shape[0]})", linewidth=2)
-        ax.fill_between(steps, low, high, color=colors[a], alpha=0.2)
+        face = "none" if c.interpolated else colors[a]
+        ax.plot(c.x, mean, color=colors[a], label=f"{a} (n={vals.shape[0]})", linewidth=2, marker="o",
+                markersize=3, markerfacecolor=face)  # fmt: skip
+        ax.fill_between(c.x, low, high, color=colors[a], alpha=0.2)
     ax.set_xlabel("env steps")
     ax.set_ylabel("eval/mean_reward")
     ax.grid(alpha=0.3)

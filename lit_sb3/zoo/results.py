@@ -5,12 +5,14 @@ tracking gateway (:mod:`lit_sb3.zoo.tracking`). FINISHED runs are data; FAILED/K
 are left out and counted per algo × env, except the superseded attempts of a job (same ``lit_sb3.job_id``)
 that a later run FINISHED (after a resumed grid): those are not failures and are not counted.
 
-Curve alignment (per env, over all algorithms): when every run of the env evaluated at the same steps (same
-``eval_freq`` and budget), those steps are the grid. Otherwise the grid is the sorted union of all their steps
-and each run is linearly interpolated onto it inside its own first..last evaluation (NaN outside: never
-extrapolated). For the aggregate curve over envs, envs with different grids are put on a common axis of
-training progress (fraction of each env's last step, ``n`` points where ``n`` is the smallest number of
-evaluations of any env); steps where some run has no value are dropped.
+Curve alignment: each algorithm is drawn at its own evaluation steps, never at another's (A2C evaluating every
+1,000 steps and PPO every 1,024 are two grids, not one union of both). Within one algorithm and env, when every run
+evaluated at the same steps (same ``eval_freq`` and budget), those steps are its grid; otherwise its grid is the
+sorted union of its runs' steps and each run is linearly interpolated onto it inside its own first..last evaluation
+(NaN outside: never extrapolated), and the curve says it is interpolated. For the aggregate curve of an algorithm
+over envs with different grids, the axis is training progress (fraction of each env's last step): measured points
+when every env's fractions coincide (the default protocol's budget/20 steps do), else ``n`` points interpolated
+(``n`` the smallest number of evaluations of any env) and marked so. Steps where some run has no value are dropped.
 """
 
 from __future__ import annotations
@@ -26,7 +28,30 @@ from numpy.typing import NDArray
 from lit_sb3.zoo.errors import BenchError, did_you_mean
 from lit_sb3.zoo.tracking import fail_fast
 
-__all__ = ["RunRecord", "Results", "load_results", "check_tracking_uri"]
+__all__ = ["AlgoCurves", "RunRecord", "Results", "load_results", "check_tracking_uri"]
+
+
+@dataclass(frozen=True)
+class AlgoCurves:
+    """One algorithm's evaluation curves on its own axis.
+
+    Args:
+        x: the axis (env steps, or fraction of the training budget).
+        label: the axis' name.
+        mats: per env, ``[runs, evals]`` values at ``x``.
+        interpolated: some values are interpolated between a run's evaluations (not all measured at ``x``).
+    """
+
+    x: NDArray[np.float64]
+    label: str
+    mats: list[NDArray[np.float64]]
+    interpolated: bool = False
+
+    @property
+    def n_runs(self) -> int:
+        """Runs over all envs."""
+        return sum(m.shape[0] for m in self.mats)
+
 
 JOB = "job"
 SCORE_KEY = "final/mean_reward"
@@ -132,59 +157,60 @@ class Results:
             out.append(np.asarray(transform(env, s) if transform else s, dtype=np.float64))
         return out
 
-    def env_curves(self, env: str) -> tuple[NDArray[np.float64], dict[str, NDArray[np.float64]]]:
-        """Eval curves of one env on its common grid: ``steps, {algo: [runs, evals]}`` (NaN = no value).
+    def env_curves(self, env: str) -> dict[str, AlgoCurves]:
+        """Eval curves of one env, each algorithm on its own grid: ``{algo: AlgoCurves(steps, [[runs, evals]])}``
+        (NaN = no value).
 
         Args:
             env: env id.
         """
-        runs = [r for r in self.runs if r.env == env and r.steps.size]
-        if not runs:
-            return np.zeros(0), {}
-        grids = {tuple(r.steps.tolist()) for r in runs}
-        grid = runs[0].steps if len(grids) == 1 else np.unique(np.concatenate([r.steps for r in runs]))
-        out: dict[str, NDArray[np.float64]] = {}
+        out: dict[str, AlgoCurves] = {}
         for algo in self.algos:
-            rows = [_on_grid(r, grid) for r in self.select(algo, env) if r.steps.size]
-            if rows:
-                out[algo] = np.stack(rows)
-        return grid, out
+            runs = [r for r in self.select(algo, env) if r.steps.size]
+            if not runs:
+                continue
+            grids = {tuple(r.steps.tolist()) for r in runs}
+            grid = runs[0].steps if len(grids) == 1 else np.unique(np.concatenate([r.steps for r in runs]))
+            mat = np.stack([_on_grid(r, grid) for r in runs])
+            out[algo] = AlgoCurves(grid.astype(np.float64), "env steps", [mat], len(grids) > 1)
+        return out
 
     def aggregate_curves(
         self, envs: Sequence[str], transform: Callable[[str, NDArray[np.float64]], Any] | None = None
-    ) -> tuple[NDArray[np.float64], str, dict[str, list[NDArray[np.float64]]]]:
-        """Curves of all algos over ``envs`` on one axis: ``x, x_label, {algo: per-env [runs, evals]}``.
+    ) -> dict[str, AlgoCurves]:
+        """Each algorithm's curves over ``envs`` on its own axis: ``{algo: AlgoCurves(x, label, per-env
+        [runs, evals], interpolated)}``; an algorithm missing an env is left out.
 
         Args:
             envs: the tasks.
             transform: ``(env, values) -> values`` applied to curve values (e.g. normalisation).
         """
         per_env = {env: self.env_curves(env) for env in envs}
-        per_env = {e: v for e, v in per_env.items() if all(a in v[1] for a in self.algos)}
-        if not per_env:
-            return np.zeros(0), "env steps", {}
-        grids = {tuple(g.tolist()) for g, _ in per_env.values()}
-        if len(grids) == 1:
-            x, label = next(iter(per_env.values()))[0], "env steps"
-            mats = {a: [c[a] for _, c in per_env.values()] for a in self.algos}
-        else:
-            n = min(g.size for g, _ in per_env.values())
-            x, label = np.linspace(1.0 / n, 1.0, n), "fraction of training budget"
-            mats = {a: [] for a in self.algos}
-            for grid, curves in per_env.values():
-                at = x * grid[-1]
-                for a in self.algos:
-                    mats[a].append(np.stack([_interp(grid, row, at) for row in curves[a]]))
-        if transform is not None:
-            envs_kept = list(per_env)
-            mats = {
-                a: [np.asarray(transform(e, m)) for e, m in zip(envs_kept, ms, strict=True)] for a, ms in mats.items()
-            }
-        keep = np.ones(x.size, dtype=bool)
-        for ms in mats.values():
-            for m in ms:
+        out: dict[str, AlgoCurves] = {}
+        for algo in self.algos:
+            if not envs or any(algo not in per_env[e] for e in envs):
+                continue
+            curves = [per_env[e][algo] for e in envs]
+            interpolated = any(c.interpolated for c in curves)
+            grids = {tuple(c.x.tolist()) for c in curves}
+            fractions = [c.x / c.x[-1] for c in curves]
+            if len(grids) == 1:
+                x, label, mats = curves[0].x, "env steps", [c.mats[0] for c in curves]
+            elif all(f.size == fractions[0].size and np.allclose(f, fractions[0], rtol=1e-9) for f in fractions):
+                x, label, mats = fractions[0], "fraction of training budget", [c.mats[0] for c in curves]
+            else:
+                n = min(c.x.size for c in curves)
+                x, label = np.linspace(1.0 / n, 1.0, n), "fraction of training budget"
+                mats = [np.stack([_interp(c.x, row, x * c.x[-1]) for row in c.mats[0]]) for c in curves]
+                interpolated = True
+            if transform is not None:
+                mats = [np.asarray(transform(e, m)) for e, m in zip(envs, mats, strict=True)]
+            keep = np.ones(x.size, dtype=bool)
+            for m in mats:
                 keep &= ~np.isnan(m).any(axis=0)
-        return x[keep], label, {a: [m[:, keep] for m in ms] for a, ms in mats.items()}
+            if keep.any():
+                out[algo] = AlgoCurves(x[keep], label, [m[:, keep] for m in mats], interpolated)
+        return out
 
 
 def _interp(steps: NDArray[np.float64], values: NDArray[np.float64], at: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -56,16 +57,53 @@ def pair_status(algo: str, env_id: str, entries: dict[str, dict] | None) -> tupl
     return ("v4" if note else "entry"), name
 
 
+def _probe(algos: list[str], envs: list[str]) -> dict[str, Any]:
+    """What the listing needs from importing the algorithms, the extras and making the envs (JSON-able): the
+    extras' state, each algorithm's class, action spaces and policies, each pair's cell and detail."""
+    from lit_sb3.zoo.config import load_zoo_file, zoo_config_path
+    from lit_sb3.zoo.extras import EXTRAS, env_extra, extra_status
+    from lit_sb3.zoo.registry import ALGOS, get_algo_class
+
+    missing = extra_status()
+    described = {}
+    for algo in ALGOS:
+        cls = get_algo_class(algo)
+        described[algo] = {
+            "path": ALGOS[algo].replace(":", "."),
+            "spaces": ", ".join(c.__name__ for c in cls.supported_action_spaces),
+            "policies": ", ".join(cls.policy_aliases),
+        }
+    entries: dict[str, dict[str, dict] | None] = {}
+    for algo in algos:
+        path = zoo_config_path(algo)
+        entries[algo] = load_zoo_file(path) if path.exists() else None
+    cells: dict[str, list[list[str | None]]] = {}
+    for env_id in envs:
+        extra = env_extra(env_id)
+        row: list[list[str | None]] = []
+        for algo in algos:
+            if extra is not None and missing[extra] is not None:
+                row.append(["extra", None])
+            else:
+                row.append(list(pair_status(algo, env_id, entries[algo])))
+        cells[env_id] = row
+    return {"extras": {name: missing[name] for name in EXTRAS}, "algos": described, "cells": cells}
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the suites, algorithms and the pair table.
+    """Print the suites, algorithms and the pair table (what must be probed is memoised:
+    :mod:`lit_sb3.zoo.probe_cache`, so a repeated listing imports no torch, Lightning or env family).
 
     Args:
         args: parsed arguments.
     """
-    from lit_sb3.zoo.config import load_zoo_file, zoo_config_path
-    from lit_sb3.zoo.registry import ALGOS, get_algo_class
-    from lit_sb3.zoo.suites import expand_algos, expand_envs, load_suites
+    from lit_sb3.zoo.config import zoo_config_path
+    from lit_sb3.zoo.extras import EXTRAS, findable_extras
+    from lit_sb3.zoo.probe_cache import file_digests, memo, silenced
+    from lit_sb3.zoo.registry import ALGOS
+    from lit_sb3.zoo.suites import expand_algos, expand_envs, load_suites, suites_path
 
+    # as wide as the text: a narrow terminal wraps lines instead of cutting columns
     console = Console(file=sys.stdout, width=max(100, Console(file=sys.stdout).width), soft_wrap=True)
     suites = load_suites()
     algos = expand_algos(args.algos) if args.algos else list(ALGOS)
@@ -78,55 +116,45 @@ def run(args: argparse.Namespace) -> int:
     if not envs:
         raise BenchError("no env to list")
 
+    def compute() -> dict[str, Any]:
+        with silenced():  # the env families' banners (ALE, MuJoCo, pygame) are not the listing
+            return _probe(algos, envs)
+
+    key = {"algos": algos, "envs": envs, "registry": dict(ALGOS), "findable": findable_extras(),
+           "files": file_digests([suites_path(), *(zoo_config_path(a) for a in algos)])}  # fmt: skip
+    probe = memo("list", key, compute) if all(":" not in e for e in envs) else compute()
+
     console.print("[bold]Suites[/bold]")
     for suite in suites.values():
         parts = [f"{e} ({suite.n_timesteps[e]:,} steps)" if e in suite.n_timesteps else e for e in suite.envs]
         desc = f" - {suite.description}" if suite.description else ""
         console.print(f"  {suite.name}{desc}: {', '.join(parts)}", highlight=False)
 
-    from lit_sb3.zoo.extras import EXTRAS, env_extra, extra_status
-
-    missing = extra_status()
     console.print("[bold]Extras[/bold]")
     for name, extra in EXTRAS.items():
-        state = "installed" if missing[name] is None else f"missing ({extra.install})"
+        state = "installed" if probe["extras"].get(name) is None else f"missing ({extra.install})"
         console.print(f"  {name}: {extra.description}: {state}", highlight=False, markup=False)
 
     console.print("[bold]Algorithms[/bold]")
-    for algo in ALGOS:
-        cls = get_algo_class(algo)
-        spaces = ", ".join(c.__name__ for c in cls.supported_action_spaces)
-        policies = ", ".join(cls.policy_aliases)
-        console.print(
-            f"  {algo}: {ALGOS[algo].replace(':', '.')} (action spaces: {spaces}; policies: {policies})",
-            highlight=False,
-        )
-
-    entries: dict[str, dict[str, dict] | None] = {}
-    for algo in algos:
-        path = zoo_config_path(algo)
-        entries[algo] = load_zoo_file(path) if path.exists() else None
+    for algo, info in probe["algos"].items():
+        console.print(f"  {algo}: {info['path']} (action spaces: {info['spaces']}; policies: {info['policies']})",
+                      highlight=False)  # fmt: skip
 
     table = Table(title="Configured pairs", show_lines=False)
     table.add_column("env", no_wrap=True, min_width=max((len(e) for e in envs), default=3))
     # wide enough for every env id and algorithm column (13 algorithms do not fit 100 columns)
-    needed = max(len(e) for e in envs) + 4 + sum(max(len(a), 5) + 3 for a in algos) if envs else 0
+    cell = max(len(c) for c in LEGEND)  # "defaults": a cell is never cut ("defau…" at 80 columns)
+    needed = max(len(e) for e in envs) + 4 + sum(max(len(a), cell) + 3 for a in algos) if envs else 0
     console.width = max(console.width, needed)
     for algo in algos:
-        table.add_column(algo, justify="center", no_wrap=True, min_width=len(algo))
+        table.add_column(algo, justify="center", no_wrap=True, min_width=max(len(algo), cell))
     problems: list[str] = []
     for env_id in envs:
-        cells = []
-        extra = env_extra(env_id)
-        for algo in algos:
-            if extra is not None and missing[extra] is not None:
-                cells.append("extra")
-                continue
-            cell, detail = pair_status(algo, env_id, entries[algo])
-            cells.append(cell)
+        cells = probe["cells"][env_id]
+        for algo, (cell, detail) in zip(algos, cells):
             if cell == "n/a" and detail:
                 problems.append(f"{algo} x {env_id}: {detail}")
-        table.add_row(Text(env_id), *(Text(c) for c in cells))
+        table.add_row(Text(env_id), *(Text(c) for c, _ in cells))
     console.print(table)
     console.print("  " + "; ".join(f"{k}: {v}" for k, v in LEGEND.items()), highlight=False)
     if problems:

@@ -34,7 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         description="Train every algo on every env with every seed, one process per job, tracked in MLflow. "
         "Re-running the same command resumes: finished jobs are skipped.",
     )  # fmt: skip
-    p.add_argument("--algos", required=True, help="comma-separated algorithms (ppo,a2c,sac,td3,ddpg,dqn or all)")
+    from lit_sb3.algorithms.registry import ALGORITHMS
+
+    p.add_argument("--algos", required=True, help=f"comma-separated algorithms, or all: {', '.join(ALGORITHMS)}")
     p.add_argument("--envs", required=True, help="comma-separated env ids and suites (e.g. mujoco,CartPole-v1)")
     seeds = p.add_mutually_exclusive_group()
     seeds.add_argument("--seeds", type=int, default=None, metavar="N", help="seeds 0..N-1 (default 1)")
@@ -42,8 +44,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--n-timesteps", type=int, default=None, metavar="N",
                    help="env-step budget of every job (default: the configs', then the suite's)")  # fmt: skip
     p.add_argument("--eval-freq", type=int, default=None, metavar="N",
-                   help="evaluate every N env steps (default: budget/20)")  # fmt: skip
-    p.add_argument("--eval-episodes", type=int, default=10, metavar="N", help="episodes per evaluation (default 10)")
+                   help="evaluate every N env steps (default: budget/20, fewer evaluations where evaluating would "
+                   "cost over 1/4 of the budget)")  # fmt: skip
+    p.add_argument("--eval-episodes", type=int, default=None, metavar="N",
+                   help="episodes per evaluation (default 10, fewer where evaluating would cost over 1/4 of the "
+                   "budget)")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel jobs (default: number of CPUs)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="device of every job (default cpu)")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
@@ -80,6 +85,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="how job processes start (default forkserver where available: imports are paid once)")  # fmt: skip
     p.add_argument("--record-final", action="store_true",
                    help="record the final evaluation of each job as an mp4 artifact (videos/; the video extra)")  # fmt: skip
+    p.add_argument("--progress-interval", type=float, default=None, metavar="SECONDS",
+                   help="without a terminal (pipe, nohup, CI): a progress line every SECONDS (default 30, or "
+                   "LIT_SB3_PROGRESS_SECONDS)")  # fmt: skip
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
     from lit_sb3.zoo.waves import add_arguments
 
@@ -125,7 +133,7 @@ def _command_line(args: argparse.Namespace) -> str:
                         ("--experiment", args.experiment)):  # fmt: skip
         if value is not None:
             argv += [flag, str(value)]
-    if args.eval_episodes != 10:
+    if args.eval_episodes is not None:
         argv += ["--eval-episodes", str(args.eval_episodes)]
     if args.device != "cpu":
         argv += ["--device", args.device]
@@ -196,8 +204,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
         notes=notes, cache=PlanCache(args.config, overrides, args.n_timesteps), record_final=args.record_final,
     )  # fmt: skip
-    for line in notes:  # on-policy budgets rounded up to whole rollouts
-        print(f"budget: {line}", flush=True)
+    for line in notes:  # on-policy budgets rounded up to whole rollouts; each pair's evaluation protocol
+        print(line if line.startswith("evaluation: ") else f"budget: {line}", flush=True)
     if not jobs:
         reasons = "; ".join(s.reason for s in skipped) or "empty grid"
         raise BenchError(f"nothing to run: {reasons}")
@@ -355,11 +363,22 @@ class _RunBook:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Plan, validate, run, summarise.
+    """Plan, validate, run, summarise, with the progress display (not for ``--dry-run``) shown from the planning on
+    and stopped on every way out.
 
     Args:
         args: parsed arguments.
     """
+    from lit_sb3.zoo.progress import GridProgress, progress_interval
+
+    progress = GridProgress(0, workers=args.jobs, interval=progress_interval(args.progress_interval))
+    try:
+        return _run(args, progress)
+    finally:
+        progress.stop()
+
+
+def _run(args: argparse.Namespace, progress: Any) -> int:
     import os
 
     from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, default_experiment_name
@@ -377,13 +396,25 @@ def run(args: argparse.Namespace) -> int:
     if args.experiment is not None:
         check_name(args.experiment, "--experiment")  # it names folders (artifacts, reports): refused first
     launcher = None
+    if not args.dry_run:  # shown (redrawn every second on a terminal) from now on: planning, store, workers
+        progress.start("planning")
     jobs, skipped, experiment = _plan(args)
     if getattr(args, "until_verdict", False):  # waves of seeds until each comparison is settled
         from lit_sb3.zoo.waves import run_until_verdict
 
+        progress.stop(clear=True)  # each wave shows its own progress
         return run_until_verdict(args, jobs, skipped, experiment, uri)
     if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
+        progress.stop(clear=True)
         return 0
+    progress.set_jobs(jobs, "opening the store")
+    if args.launcher == "local" and not args.dry_run:
+        from lit_sb3.zoo.launchers.local import LocalLauncher
+
+        # started as soon as there is work: the job processes' imports (torch, Lightning, MLflow, once in the
+        # forkserver) overlap with MLflow's import and the store's set-up below (a no-op rerun has returned above)
+        launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
+        launcher.warm_up()
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
     finished = tracking.finished_job_ids()
     if args.dry_run:
@@ -400,18 +431,12 @@ def run(args: argparse.Namespace) -> int:
     if active:
         print(f"{len(active)} job(s) are running in another bench run right now; not starting them here")
     if not todo:
+        progress.stop(clear=True)
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
     units = _seed_batch_units(todo, args.seed_batch)
-    if args.launcher == "local":
-        from lit_sb3.zoo.launchers.local import LocalLauncher
-
-        # started only now that there is work: on a no-op rerun its imports (torch, Lightning, MLflow in a second
-        # process) competed with the planning for the CPUs (measured 44 s against 31 s on a loaded 2-core host)
-        launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
-        launcher.warm_up()  # the job processes' imports overlap with the parent run and job runs below
+    progress.set_jobs(todo, "starting workers")
     from lit_sb3.zoo.launchers import get_launcher
-    from lit_sb3.zoo.progress import GridProgress
 
     if launcher is None:
         launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method,
@@ -428,7 +453,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         from lit_sb3.zoo.launchers.base import JobDone
 
-        with GridProgress(len(todo), jobs=todo) as progress:
+        with progress:
             for event in launcher.submit(units, tracking.target, _RunBook(tracking, parent_id)):
                 progress.handle(event)
                 if isinstance(event, JobDone):
@@ -439,4 +464,7 @@ def run(args: argparse.Namespace) -> int:
         header = f"# bench run summary\n\n`{_command_line(args)}`\n\n"
         tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
     _print_summary(results, skipped, n_done_before, len(active))
+    from lit_sb3.zoo.tracking.links import results_hint
+
+    print(results_hint(uri, experiment, tracking.target.experiment_id, grid_run_id=parent_id), flush=True)
     return 0 if status == "FINISHED" else 1

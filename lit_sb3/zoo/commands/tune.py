@@ -24,7 +24,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         subparsers: the CLI's sub-parsers.
     """
     p = subparsers.add_parser("tune", help="tune the hyperparameters of one algorithm on one env with Optuna")
-    p.add_argument("--algo", help="algorithm (ppo, a2c, sac, td3, ddpg, dqn)")
+    from lit_sb3.algorithms.registry import ALGORITHMS
+
+    p.add_argument("--algo", help=f"algorithm ({', '.join(ALGORITHMS)})")
     p.add_argument("--env", help="gymnasium env id")
     p.add_argument("--n-trials", type=int, default=20, help="finished (complete + pruned) trials the study should hold")
     p.add_argument("--n-timesteps", type=int, help="env steps per seed of a trial (default: the zoo config's)")
@@ -62,6 +64,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--output", metavar="FILE", help="best trial as a zoo YAML (default next to the journal: "
                                                    "<study>_best.yml)")  # fmt: skip
     p.add_argument("--device", default="cpu", help="torch device of the trials")
+    p.add_argument("--progress-interval", type=float, default=None, metavar="SECONDS",
+                   help="a progress line (trials, env steps, fps, ETA) every SECONDS (default 30, or "
+                   "LIT_SB3_PROGRESS_SECONDS)")  # fmt: skip
     p.add_argument("--show", action="store_true", help="print the study's best trials and exit (runs nothing)")
     p.add_argument("--top", type=int, default=10, help="trials shown by --show")
     p.set_defaults(func=run)
@@ -251,6 +256,9 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.algo or not args.env:
         raise BenchError("--algo and --env are required (or --show)")
+    from lit_sb3.zoo.progress import progress_interval
+
+    interval = progress_interval(args.progress_interval)  # a bad value fails before any work
     for flag, name in (("--study-name", args.study_name), ("--experiment", args.experiment)):
         if name is not None:
             check_name(name, flag)  # they name files and folders: refused before anything is opened
@@ -337,7 +345,11 @@ def run(args: argparse.Namespace) -> int:
                                    gpus_per_job=args.gpus_per_job, heartbeat_interval=args.heartbeat_interval,
                                    trial_retries=args.trial_retries)  # fmt: skip
         else:
-            code = run_workers(settings, args.jobs)
+            from lit_sb3.zoo.tuning.progress import StudyProgress
+
+            steps = int(n_timesteps) * args.seeds_per_trial
+            with StudyProgress(storage, study_name, args.n_trials, steps, args.jobs, interval):
+                code = run_workers(settings, args.jobs)
     except BaseException:
         status = "KILLED"
         tracking.end_run(parent_id, status)
@@ -384,4 +396,7 @@ def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: 
                 store.log_artifact(run_id, path)
         finally:
             store.end_run(run_id, "FINISHED" if code == 0 else "FAILED")
+        from lit_sb3.zoo.tracking.links import study_hint
+
+        print(study_hint(store.target.uri, store.target.experiment_id, run_id), flush=True)
     return code

@@ -19,9 +19,9 @@ class Block:
     """One element of the document, rendered to both markdown and HTML.
 
     Args:
-        kind: ``h1``, ``h2``, ``h3``, ``p``, ``warn``, ``ul``, ``code``, ``table`` or ``fig``.
+        kind: ``h1``, ``h2``, ``h3``, ``p``, ``warn``, ``ul``, ``links``, ``code``, ``table`` or ``fig``.
         text: heading/paragraph/code text, or figure caption.
-        items: list items, or table rows.
+        items: list items, table rows, or ``(text, url)`` links.
         headers: table headers.
         path: figure file, relative to the report folder.
     """
@@ -78,6 +78,8 @@ def _md(blocks: list[Block]) -> str:
             out.append(b.text + "\n")
         elif b.kind == "ul":
             out.append("\n".join(f"- {i}" for i in b.items) + "\n")
+        elif b.kind == "links":
+            out.append("\n".join(f"- [{text}]({url})" for text, url in b.items) + "\n")
         elif b.kind == "code":
             out.append(f"```\n{b.text}\n```\n")
         elif b.kind == "table":
@@ -97,6 +99,9 @@ def _html(blocks: list[Block], title: str, folder: Path) -> str:
             body.append(f"<{tag}>{e(b.text)}</{tag}>")
         elif b.kind == "warn":
             body.append(f'<div class="warn"><strong>Warning:</strong> {e(b.text)}</div>')
+        elif b.kind == "links":
+            items = "".join(f'<li><a href="{e(url)}">{e(text)}</a></li>' for text, url in b.items)
+            body.append(f"<ul>{items}</ul>")
         elif b.kind == "ul":
             body.append("<ul>" + "".join(f"<li>{e(str(i))}</li>" for i in b.items) + "</ul>")
         elif b.kind == "code":

@@ -102,13 +102,15 @@ def build_report(
             tasks, scale = common, "raw return"
         else:
             scale = "normalised score"
+            if all("human" in (table.entries[e].reference_source or "").lower() for e in tasks):
+                scale = "human-normalised score"  # the reference is the human score (Atari): say so
     else:
         tasks, scale = common, "raw return"
         if len(tasks) > 1:
             warnings.append("aggregates pool raw returns of different envs (use --normalize reference)")
 
     def transform(env: str, values: NDArray[np.float64]) -> NDArray[np.float64]:
-        if scale == "normalised score" and table is not None:
+        if scale.endswith("normalised score") and table is not None:
             return np.vectorize(lambda v: normalize_score(v, env, table), otypes=[float])(values)
         return values
 
@@ -119,27 +121,24 @@ def build_report(
     score_dict = {a: results.scores(a, tasks, transform) for a in algos}
     all_scores = np.concatenate([np.concatenate(v) for v in score_dict.values()]) if tasks else np.zeros(1)
     lo_tau, hi_tau = float(all_scores.min()), float(all_scores.max())
-    if scale == "normalised score":
+    if scale.endswith("normalised score"):
         lo_tau, hi_tau = min(lo_tau, 0.0), max(hi_tau, 1.0)
     taus = np.linspace(lo_tau, hi_tau if hi_tau > lo_tau else lo_tau + 1.0, 101)
-    x, x_label, curve_mats = results.aggregate_curves(tasks, transform)
+    algo_curves = results.aggregate_curves(tasks, transform)  # each algorithm at its own evaluation steps
     curve_reps = min(reps, CURVE_REPS)
+    curves: dict[str, stats.Curve] = {}
     if engine == "rliable" and tasks:
-        agg, poi, profiles, curves = stats.reference_intervals(
-            score_dict,
-            taus=taus,
-            curve_dict=curve_mats if x.size else None,
-            steps=x,
-            reps=reps,
-            seed=seed,
-        )
+        agg, poi, profiles, _ = stats.reference_intervals(score_dict, taus=taus, reps=reps, seed=seed)
         if len(algos) < 2:
             poi = {}
+        for i, (a, c) in enumerate(algo_curves.items()):
+            curves |= stats.reference_curves({a: c.mats}, c.x, reps=curve_reps, seed=seed + 3 + i)
     else:
         agg = stats.aggregate_intervals(score_dict, reps=reps, seed=seed) if tasks else {}
         poi = stats.improvement_intervals(score_dict, reps=reps, seed=seed + 1) if tasks and len(algos) > 1 else {}
         profiles = stats.performance_profiles(score_dict, taus, reps=reps, seed=seed + 2) if tasks else {}
-        curves = stats.iqm_curves(curve_mats, x, reps=curve_reps, seed=seed + 3) if x.size else {}
+        for i, (a, c) in enumerate(algo_curves.items()):
+            curves |= stats.iqm_curves({a: c.mats}, c.x, reps=curve_reps, seed=seed + 3 + i)
 
     # --- sample sizes, budgets, protocol, hyperparameters, normalisation constants
     counts = {a: [len(results.select(a, e)) for e in tasks] for a in algos}
@@ -184,24 +183,36 @@ def build_report(
     # --- figures
     figs: list[tuple[str, str]] = []
     if agg:
-        plots.plot_aggregates(agg, fig_dir / "aggregates.png", scale)
+        n_runs = {a: sum(c) for a, c in counts.items()}
+        plots.plot_aggregates(agg, fig_dir / "aggregates.png", scale, n_runs=n_runs)
         figs.append(("figures/aggregates.png", f"Aggregate metrics of {scale} over {_n(len(tasks), 'env')}"))
         plots.plot_profiles(profiles, fig_dir / "performance_profiles.png", scale)
         figs.append(("figures/performance_profiles.png", "Performance profiles (score distributions)"))
     if poi:
         has_verdict = {(d["x"], d["y"]): d["kind"] == "better" for d in verdicts}
-        plots.plot_improvement(poi, fig_dir / "probability_of_improvement.png", has_verdict)
+        plots.plot_improvement(poi, fig_dir / "probability_of_improvement.png", has_verdict,
+                               n_runs={a: sum(c) for a, c in counts.items()})  # fmt: skip
         figs.append(("figures/probability_of_improvement.png", "Probability of improvement"))
     if curves:
-        plots.plot_iqm_curves(curves, fig_dir / "iqm_curves.png", x_label, f"IQM {scale}")
-        figs.append(("figures/iqm_curves.png", "IQM sample-efficiency curves"))
+        labels = {c.label for c in algo_curves.values()}
+        interpolated = sorted(a for a, c in algo_curves.items() if c.interpolated)
+        n_runs = {a: c.n_runs for a, c in algo_curves.items()}
+        plots.plot_iqm_curves(curves, fig_dir / "iqm_curves.png", " / ".join(sorted(labels)), f"IQM {scale}",
+                              n_runs=n_runs, interpolated=interpolated)  # fmt: skip
+        caption = (
+            f"IQM sample-efficiency curves over {_n(len(tasks), 'env')} (n = runs per algorithm); each algorithm "
+            "at its own evaluation steps"
+        )
+        if interpolated:
+            caption += f"; hollow markers on {', '.join(interpolated)}: interpolated between its runs' evaluations"
+        figs.append(("figures/iqm_curves.png", caption))
     env_figs: dict[str, tuple[str, str]] = {}
     for env in results.envs:
-        steps, env_curves = results.env_curves(env)
+        env_curves = results.env_curves(env)
         if env_curves:
             name = "figures/curves_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in env) + ".png"
-            plots.plot_env_curves(env, steps, env_curves, out / name, colors, reps=curve_reps, seed=seed)
-            env_figs[env] = (name, f"Learning curves on {env}")
+            plots.plot_env_curves(env, env_curves, out / name, colors, reps=curve_reps, seed=seed)
+            env_figs[env] = (name, f"Learning curves on {env} (each algorithm at its own evaluation steps)")
 
     from lit_sb3.zoo.report.control import as_json, control_blocks, error_control, summary_lines
 
@@ -270,7 +281,7 @@ def build_report(
             "fps_mean": float(np.nanmean(fps)) if np.isfinite(fps).any() else None,
         }
     provenance = {
-        "tracking_uri": results.tracking_uri,
+        "tracking_uri": _relative_uri(results.tracking_uri, out),
         "experiment": results.experiment,
         "experiment_id": results.experiment_id,
         "run_ids": sorted(r.run_id for r in results.runs),
@@ -294,6 +305,7 @@ def build_report(
     summary = _summary(agg, verdicts, scale, counts, tasks, algo_steps)
     if control is not None:
         summary += summary_lines(control)
+    links = _links(results)
     aggregates = {
         "title": title,
         "command": command,
@@ -303,7 +315,9 @@ def build_report(
         "scale": scale,
         "normalize": normalize,
         "table_version": table.version if table is not None and normalize == "reference" else None,
-        "table_path": str(table.path) if table is not None and table.path and normalize == "reference" else None,
+        "table_path": _relative(table.path, out)
+        if table is not None and table.path and normalize == "reference"
+        else None,
         "normalization_constants": constants,
         "reps": reps,
         "curve_reps": curve_reps,
@@ -319,12 +333,16 @@ def build_report(
             for a, p in profiles.items()
         },
         "iqm_curves": {
-            "x": x.tolist(),
-            "x_label": x_label,
-            **{
-                a: {"point": c.point.tolist(), "low": c.low.tolist(), "high": c.high.tolist()}
-                for a, c in curves.items()
-            },
+            a: {
+                "x": c.steps.tolist(),
+                "x_label": algo_curves[a].label,
+                "interpolated": algo_curves[a].interpolated,
+                "n_runs": algo_curves[a].n_runs,
+                "point": c.point.tolist(),
+                "low": c.low.tolist(),
+                "high": c.high.tolist(),
+            }
+            for a, c in curves.items()
         },
         "protocol": protocol,
         "hyperparameters": hyper,
@@ -336,6 +354,7 @@ def build_report(
         "summary": summary,
         "provenance": provenance,
         "error_control": as_json(control) if control is not None else None,
+        "links": links,
     }
     (out / "aggregates.json").write_text(json.dumps(aggregates, indent=2, allow_nan=False, default=_nan_none))
 
@@ -349,6 +368,46 @@ def build_report(
     if log_to_mlflow:
         _log(results, out, aggregates)
     return out / "report.md"
+
+
+def _links(results: Results) -> dict[str, Any] | None:
+    """Links into MLflow's model-training view: the experiment, each grid run, each run (``serve``: the command
+    that serves a sqlite store; None for a server)."""
+    from lit_sb3.zoo.tracking.links import experiment_url, run_url, ui_base_url, ui_command
+
+    if not results.experiment_id:
+        return None
+    uri = _relative_uri(results.tracking_uri, Path.cwd())
+    base, exp = ui_base_url(results.tracking_uri), results.experiment_id
+    items = [[f"experiment {results.experiment}", experiment_url(base, exp)]]
+    for grid in sorted({r.tags.get("mlflow.parentRunId", "") for r in results.runs} - {""}):
+        items.append([f"grid run {grid}", run_url(base, exp, grid)])
+    for r in sorted(results.runs, key=lambda r: (r.algo, r.env, r.seed)):
+        items.append([f"{r.algo} on {r.env}, seed {r.seed} (run {r.run_id})", run_url(base, exp, r.run_id)])
+    return {"serve": ui_command(uri), "items": items}
+
+
+def _relative(path: str | Path, out: Path) -> str:
+    """``path`` relative to the project (the working folder) when inside it, else to the report's folder when
+    inside that, else as it is: a report names no absolute paths of the machine that wrote it.
+
+    Args:
+        path: a file.
+        out: the report's folder.
+    """
+    p = Path(path).resolve()
+    for base in (Path.cwd().resolve(), out.resolve()):
+        if p.is_relative_to(base):
+            return str(p.relative_to(base))
+    return str(path)
+
+
+def _relative_uri(uri: str, out: Path) -> str:
+    """A ``sqlite:///`` URI with its file relative (:func:`_relative`); other URIs unchanged."""
+    from lit_sb3.zoo.tracking import sqlite_path
+
+    path = sqlite_path(uri)
+    return uri if path is None else f"sqlite:///{_relative(path, out)}"
 
 
 def _nan_none(obj: Any) -> Any:

@@ -13,7 +13,7 @@ from lit_sb3.zoo.report.blocks import Block, _ci, _fmt, _int, _n, _steps
 from lit_sb3.zoo.results import Results
 
 #: params shown in the budget/protocol table rather than among the hyperparameters (``seed`` varies per run)
-_PROTOCOL_KEYS = ("n_timesteps", "eval_freq", "eval_episodes", "seed")
+_PROTOCOL_KEYS = ("n_timesteps", "n_timesteps_requested", "eval_freq", "eval_episodes", "seed")
 
 
 def _hyperparams(runs: list[Any]) -> dict[str, str]:
@@ -44,7 +44,10 @@ def _protocol(results: Results, env: str, algo: str) -> dict[str, Any]:
         return ", ".join(_int(float(v)) if v.isdigit() else v for v in found) if found else "—"
 
     budgets = [float(r.params["n_timesteps"]) for r in runs if r.params.get("n_timesteps", "").isdigit()]
+    asked = [float(r.params["n_timesteps_requested"]) for r in runs
+             if r.params.get("n_timesteps_requested", "").isdigit()]  # fmt: skip
     return {
+        "budget_requested": _steps(asked) if asked else "—",
         "budget": _steps(budgets),
         "budget_values": sorted({int(b) for b in budgets}),
         "env_steps": _steps([r.total_timesteps for r in runs]),
@@ -136,7 +139,7 @@ def _blocks(
     b.append(
         Block(
             "p",
-            f"{_int(len(results.runs))} finished runs of {len(results.algos)} algorithms on "
+            f"{_n(len(results.runs), 'finished run')} of {_n(len(results.algos), 'algorithm')} on "
             f"{_n(len(results.envs), 'env')}. Aggregates of {scale} over {_n(len(tasks), 'env')} "
             f"({', '.join(tasks) or 'none'}), 95 % stratified-bootstrap CIs with {_int(a['reps'])} reps "
             f"(seed {a['seed']}, engine {a['engine']}"
@@ -154,7 +157,16 @@ def _blocks(
     for env, per_algo in a["protocol"].items():
         for algo, p in per_algo.items():
             rows.append(
-                [env, algo, p["budget"], p["env_steps"], p["eval_freq"], p["eval_episodes"], p["deterministic"]]
+                [
+                    env,
+                    algo,
+                    p.get("budget_requested", "—"),
+                    p["budget"],
+                    p["env_steps"],
+                    p["eval_freq"],
+                    p["eval_episodes"],
+                    p["deterministic"],
+                ]  # fmt: skip
             )
     b.append(
         Block(
@@ -162,7 +174,8 @@ def _blocks(
             headers=[
                 "env",
                 "algo",
-                "budget (env steps; on-policy: whole rollouts)",
+                "budget asked (env steps)",
+                "budget run (on-policy: rounded up to whole rollouts)",
                 "env steps trained",
                 "eval requested every (env steps)",
                 "episodes per eval",
@@ -350,4 +363,9 @@ def _blocks(
         )
     )
     b.append(Block("p", "Run ids: " + ", ".join(prov["run_ids"])))
+    if a.get("links"):
+        links = a["links"]
+        b.append(Block("h3", "In MLflow (model-training view)"))
+        b.append(Block("p", f"Serve the store with `{links['serve']}`, then:" if links["serve"] else "Open:"))
+        b.append(Block("links", items=[tuple(item) for item in links["items"]]))
     return b

@@ -45,7 +45,7 @@ from lit_sb3.zoo.stats.bootstrap import (
 from lit_sb3.zoo.stats.bootstrap import ScoreInput as ScoreInput
 from lit_sb3.zoo.stats.bootstrap import Tasks as Tasks
 from lit_sb3.zoo.stats.reference import _library as _library
-from lit_sb3.zoo.stats.reference import reference_intervals
+from lit_sb3.zoo.stats.reference import reference_curves, reference_intervals
 
 __all__ = [
     "METRICS",
@@ -61,5 +61,6 @@ __all__ = [
     "probability_of_improvement",
     "improvement_intervals",
     "iqm_curves",
+    "reference_curves",
     "reference_intervals",
 ]

@@ -108,14 +108,41 @@ def reference_intervals(
         )
         profiles = {a: Profile(tau_arr, np.asarray(prof[a]), pcis[a][0], pcis[a][1]) for a in mats}
 
-    curves: dict[str, Curve] = {}
-    if curve_dict:
-        step_arr = np.asarray(steps, dtype=np.float64)
-        cmats = {a: _matrix(a, s) for a, s in curve_dict.items()}
-
-        def iqm_func(x: NDArray[np.float64]) -> NDArray[np.float64]:
-            return np.array([metrics.aggregate_iqm(x[..., e]) for e in range(x.shape[-1])])
-
-        cpoints, ccis = library.get_interval_estimates(cmats, iqm_func, **kw)
-        curves = {a: Curve(step_arr, np.asarray(cpoints[a]), ccis[a][0], ccis[a][1]) for a in cmats}
+    curves = reference_curves(curve_dict, steps, state=state, reps=reps, confidence=confidence) if curve_dict else {}
     return agg, poi, profiles, curves
+
+
+def reference_curves(
+    curve_dict: Mapping[str, ScoreInput],
+    steps: ArrayLike,
+    *,
+    state: np.random.RandomState | None = None,
+    reps: int = 2_000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Curve]:
+    """IQM sample-efficiency curves with ``rliable.library``'s stratified-bootstrap CIs (the reference of
+    :func:`iqm_curves`); every algorithm at the same ``steps`` (call once per algorithm for their own steps).
+
+    Args:
+        curve_dict: algorithm -> runs × tasks × evals, or per-task ``[runs, evals]``.
+        steps: env steps (or fractions of the budget) of the evaluations.
+        state: the ``RandomState`` given to rliable (default: one seeded with ``seed``).
+        reps: bootstrap replications.
+        seed: seed of the default ``state``.
+        confidence: CI coverage.
+    """
+    from rliable import metrics
+
+    library = _library()
+    warnings.filterwarnings("ignore", message="random_state is deprecated", category=FutureWarning)
+    kw = {"reps": reps, "confidence_interval_size": confidence,
+          "random_state": state if state is not None else np.random.RandomState(seed)}  # fmt: skip
+    step_arr = np.asarray(steps, dtype=np.float64)
+    cmats = {a: _matrix(a, s) for a, s in curve_dict.items()}
+
+    def iqm_func(x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return np.array([metrics.aggregate_iqm(x[..., e]) for e in range(x.shape[-1])])
+
+    cpoints, ccis = library.get_interval_estimates(cmats, iqm_func, **kw)
+    return {a: Curve(step_arr, np.asarray(cpoints[a]), ccis[a][0], ccis[a][1]) for a in cmats}

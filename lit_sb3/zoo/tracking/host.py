@@ -60,14 +60,21 @@ def _git_commit() -> str:
 
 def run_environment_tags() -> dict[str, str]:
     """Version and git tags put on every job run."""
+    from importlib import metadata
+
     import gymnasium
-    import torch
 
     import lit_sb3
 
+    try:  # the installed distribution's version: the parent of a grid need not import torch (seconds) for it
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        import torch
+
+        torch_version = str(torch.__version__)
     return {
         "lit_sb3.version": lit_sb3.__version__,
-        "torch.version": torch.__version__,
+        "torch.version": torch_version,
         "gymnasium.version": gymnasium.__version__,
         "git.commit": _git_commit(),
     }

@@ -237,6 +237,9 @@ def job_params(spec: Any) -> dict[str, str]:
     hyper = spec.resolved_config().algo_kwargs  # real objects: classes by name, schedules as the zoo writes them
     settings = {key: getattr(spec, key) for key in JOB_SETTINGS}
     params = flatten_params({**data, **{k: v for k, v in hyper.items() if k not in settings}, **settings})
+    requested = getattr(spec, "requested_timesteps", None)
+    if requested is not None:
+        params["n_timesteps_requested"] = str(requested)  # the budget asked, before rounding to whole rollouts
     return dict(sorted(params.items()))
 
 

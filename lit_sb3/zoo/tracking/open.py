@@ -81,11 +81,16 @@ def open_tracking(uri: str, experiment: str, *, artifact_location: str | None = 
     norm = normalize_uri(uri)
     path = sqlite_path(norm)
     location = artifact_location if artifact_location is not None else default_artifact_location(norm, experiment)
+    made_by_mlflow = False
     if path is not None:
         if not path.parent.is_dir():
             raise BenchError(f"cannot use tracking URI {uri!r}: folder {str(path.parent)!r} does not exist")
         if not create and not path.exists():
             return Tracking(None, TrackingTarget(norm, experiment, location, None))
+        if not path.exists():  # a new store: a copy of the migrated template, else MLflow migrates (seconds)
+            from lit_sb3.zoo.tracking.template import restore_template
+
+            made_by_mlflow = not restore_template(path)
     elif norm.startswith(("file:", "/")) or "://" not in norm:
         if os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("1", "true"):
             raise BenchError(
@@ -100,6 +105,10 @@ def open_tracking(uri: str, experiment: str, *, artifact_location: str | None = 
             exp = client.get_experiment_by_name(experiment)
     except Exception as exc:  # noqa: BLE001 - any failure to reach the store is the user's URI
         raise BenchError(f"cannot reach tracking URI {uri!r}: {first_line(exc)}") from exc
+    if made_by_mlflow and path is not None:
+        from lit_sb3.zoo.tracking.template import save_template
+
+        save_template(path)  # migrated, nothing of the suite in it yet: the next new store starts from it
     exp_id = exp.experiment_id if exp is not None and exp.lifecycle_stage != "deleted" else None
     if exp is not None:
         location = exp.artifact_location

@@ -31,6 +31,7 @@ from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, did_you_mean
 from lit_sb3.zoo.tracking.host import fail_fast, process_alive, process_tag
+from lit_sb3.zoo.tracking.links import VIEW_STATE_TAG, training_view_state
 from lit_sb3.zoo.tracking.names import (
     PARAM_MAX,
     job_params,
@@ -120,6 +121,9 @@ class Tracking:
         if EXPERIMENT_KIND_TAG not in (exp.tags or {}):  # MLflow 3 opens it in its "Model training" view
             with contextlib.suppress(Exception):
                 self.client.set_experiment_tag(exp.experiment_id, EXPERIMENT_KIND_TAG, "custom_model_development")
+        if VIEW_STATE_TAG not in (exp.tags or {}):  # the runs table of the suite's links: score columns
+            with contextlib.suppress(Exception):
+                self.client.set_experiment_tag(exp.experiment_id, VIEW_STATE_TAG, training_view_state())
         self.target = TrackingTarget(self.target.uri, self.target.experiment, exp.artifact_location, exp.experiment_id)
         return self.target
 
