@@ -287,7 +287,8 @@ def test_tune_trains_the_seeds_of_a_trial_as_one_batch(in_tmp_path: Path, mlflow
 #: is not batched yet: when it is, use what the library still refuses), or the suite does (config callbacks)
 REFUSED = {
     "library": ({"use_sde": "True"}, "use_sde"),  # the library's own words around it
-    "algorithm": ({}, "ARS"),  # no K-seed ARS yet: when there is one, use an algorithm the library still refuses
+    "replay": ({"optimize_memory_usage": "True", "replay_buffer_kwargs": "dict(handle_timeout_termination=False)"},
+               "optimize_memory_usage"),  # a replay option not batched yet: when it is, use one still refused
     "suite": ({"callback": "[{'lit_sb3.callbacks.StopTrainingOnMaxEpisodes': {'max_episodes': 1000}}]"},
               f"sac on {NAN_SEED}: the config's callbacks run on one model per seed"),
 }  # fmt: skip
@@ -307,12 +308,8 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed_through_the_same_path(
     train = runner._train
     monkeypatch.setattr(runner, "_train", lambda seeds, *args: calls.append(len(seeds)) or train(seeds, *args))
     uri = _store(in_tmp_path, mlflow_template)
-    if who == "algorithm":
-        algo, env, overrides = "ars", "CartPole-v1", {"n_delta": "1", "n_top": "1",
-                                                      "policy_kwargs": "dict(net_arch=[16])"}  # fmt: skip
-    else:
-        algo, env, overrides = "sac", NAN_SEED, {"learning_starts": "50", "buffer_size": "1000", "batch_size": "32",
-                                                 "policy_kwargs": "dict(net_arch=[16])", "env_kwargs": "dict(nan_seed=-1)"}  # fmt: skip
+    algo, env, overrides = "sac", NAN_SEED, {"learning_starts": "50", "buffer_size": "1000", "batch_size": "32",
+                                             "policy_kwargs": "dict(net_arch=[16])", "env_kwargs": "dict(nan_seed=-1)"}  # fmt: skip
     jobs, _ = plan_grid([algo], [env], [0, 1], n_timesteps=128, eval_freq=128, eval_episodes=1,
                         overrides={**overrides, **extra})  # fmt: skip
     results = runner.run_jobs(jobs, open_tracking(uri, "refused").target)
@@ -325,6 +322,32 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed_through_the_same_path(
     assert {(r.info.status, r.data.tags["lit_sb3.seed_batch"]) for r in _by_seed(uri, "refused").values()} == {
         ("FINISHED", "1")  # trained alone
     }
+
+
+def test_ars_seed_batch_runs_into_per_seed_runs(in_tmp_path: Path, mlflow_template: Path) -> None:
+    """``bench run --algos ars --seed-batch 2``: both seeds train as one ARS model (no refusal: one fit), each into
+    its own FINISHED run with its own metrics, evaluations and a model the single class loads."""
+    from lit_sb3 import ARS
+
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "ars", "--envs", "CartPole-v1", "--seeds", "2", "--seed-batch", "2", "--jobs", "1",
+            "--n-timesteps", "300", "--eval-freq", "150", "--eval-episodes", "1", "--hyperparams", "n_delta=1",
+            "n_top=1", "--tracking-uri", uri, "--experiment", "ars"]  # fmt: skip
+    assert _bench(in_tmp_path, argv) == 0
+    runs = _by_seed(uri, "ars")
+    assert sorted(runs) == [0, 1]
+    assert {(r.info.status, r.data.tags["lit_sb3.seed_batch"]) for r in runs.values()} == {("FINISHED", "2")}
+    seconds = {round(r.data.metrics["time/total_timesteps"] / r.data.metrics["time/fps"], 9) for r in runs.values()}
+    assert len(seconds) == 1  # one fit (each seed's fps is its own env-step count over the fit's time)
+    client = _client(uri)
+    for seed, run in runs.items():
+        assert run.data.params["seed"] == str(seed)
+        assert {"train/step_size", "rollout/return_std", "eval/mean_reward", "final/mean_reward"} <= set(
+            run.data.metrics
+        )
+        assert run.data.metrics["time/total_timesteps"] >= 300  # whole iterations, each seed its own count
+        path = client.download_artifacts(run.info.run_id, "model.zip", str(in_tmp_path / f"m{seed}"))
+        assert ARS.load(path).seed == seed
 
 
 def test_a_single_model_is_a_batch_of_one_seed() -> None:
