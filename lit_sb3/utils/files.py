@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 from typing import Any
 
-__all__ = ["BadFileError", "check_file", "load_json"]
+__all__ = ["BadFileError", "check_file", "load_json", "torch_load_error"]
 
 
 class BadFileError(ValueError):
@@ -70,3 +71,17 @@ def load_json(raw: bytes | str, where: str, what: str = "JSON") -> Any:
             " (it looks like a pickle, which is never loaded)" if isinstance(raw, bytes) and raw[:1] == b"\x80" else ""
         )
         raise BadFileError(f"{where}: {what} is not valid JSON{pickle}: {' '.join(str(exc).split())[:200]}") from None
+
+
+def torch_load_error(exc: BaseException) -> str:
+    """The one line worth showing of ``torch.load``'s refusal: the unsupported global a pickle names (``Unsupported
+    global: GLOBAL pathlib.Path.touch``) rather than torch's multi-line advice, else its first line.
+
+    Args:
+        exc: what ``torch.load`` raised.
+    """
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).strip()
+    found = re.search(r"Unsupported (global|operand)[^\n.]*", text)
+    if found:
+        return "Weights only load failed: " + " ".join(found.group(0).split())
+    return " ".join(text.splitlines()[0].split())[:300] if text else type(exc).__name__
