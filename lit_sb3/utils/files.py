@@ -59,18 +59,19 @@ def load_json(raw: bytes | str, where: str, what: str = "JSON") -> Any:
         where: the file, for messages.
         what: what the text is (``data.json``, ...), for messages.
     """
+    where = f"{where}: " if where else ""  # "": the caller names the file
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         return json.loads(text)
     except UnicodeDecodeError as exc:
-        raise BadFileError(f"{where}: {what} is not UTF-8 text (byte {exc.start})") from None
+        raise BadFileError(f"{where}{what} is not UTF-8 text (byte {exc.start})") from None
     except RecursionError:
-        raise BadFileError(f"{where}: {what} is nested too deeply") from None
+        raise BadFileError(f"{where}{what} is nested too deeply") from None
     except ValueError as exc:  # JSONDecodeError, and int() of an over-long number
         pickle = (
             " (it looks like a pickle, which is never loaded)" if isinstance(raw, bytes) and raw[:1] == b"\x80" else ""
         )
-        raise BadFileError(f"{where}: {what} is not valid JSON{pickle}: {' '.join(str(exc).split())[:200]}") from None
+        raise BadFileError(f"{where}{what} is not valid JSON{pickle}: {' '.join(str(exc).split())[:200]}") from None
 
 
 def torch_load_error(exc: BaseException) -> str:

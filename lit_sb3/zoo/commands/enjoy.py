@@ -99,7 +99,7 @@ def _spec_from_config(path: Path, run_id: str) -> Any:
 
     try:
         check_file(path, 16 * 2**20, "config.json")
-        data = load_json(path.read_bytes(), "config.json", "config.json")
+        data = load_json(path.read_bytes(), "", "config.json")
     except BadFileError as exc:
         raise BenchError(f"run {run_id}: {' '.join(str(exc).split())}") from None
     try:
