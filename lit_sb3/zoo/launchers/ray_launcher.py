@@ -11,8 +11,9 @@ Same job ids, tracking, evaluation, resume and failure semantics as the local la
 - a retried attempt finds that an earlier attempt already claimed the run (tag ``lit_sb3.attempt``): it marks
   every still-RUNNING run of the job under the same grid run KILLED ("Ray worker lost") and logs to a new run,
   so the job ends with exactly one FINISHED run and the report, which reads FINISHED runs only, sees it once;
-- ``--timeout`` counts from the moment a worker starts the job (a job waiting for resources or for a Ray worker
-  process to start is not timed out): the worker reports it through the progress queue and records it on the
+- ``--timeout`` counts from the moment a worker starts the job (a job waiting for resources, for a Ray worker
+  process to start or for its imports, which a fresh worker pays as the local launcher's forkserver does once,
+  is not timed out): the worker reports it through the progress queue and records it on the
   job's run (tag ``lit_sb3.attempt_started``), which the driver reads when the queue is down or late; it is
   enforced with ``ray.cancel(force=True)`` (the worker process is killed); the job is recorded FAILED
   ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
@@ -176,6 +177,7 @@ def ray_job(spec_json: str, target: TrackingTarget, run_id: str, queue: Any) -> 
         run_id: the run created by the launcher.
         queue: the progress queue (None: no progress).
     """
+    import lit_sb3.zoo.launchers.preload  # noqa: F401 - the worker's start-up (imports), before the job's start
     from lit_sb3.zoo.runner import run_job
 
     spec = JobSpec.from_json(spec_json)
@@ -198,6 +200,7 @@ def ray_batch(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str],
         run_ids: their runs created by the launcher.
         queue: the progress queue (None: no progress).
     """
+    import lit_sb3.zoo.launchers.preload  # noqa: F401 - the worker's start-up (imports), before the job's start
     from lit_sb3.zoo.worker.batch import run_batch
 
     specs = [JobSpec.from_json(text) for text in spec_jsons]

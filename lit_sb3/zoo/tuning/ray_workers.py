@@ -34,7 +34,16 @@ from typing import Any
 from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.tuning.objective import TuneSettings
 
-__all__ = ["open_heartbeat_storage", "ray_tune_worker", "run_ray_workers", "check_ray_tuning", "LostTrialCallback"]
+__all__ = [
+    "LostTrialCallback",
+    "TrialSlotLock",
+    "check_ray_tuning",
+    "fail_dead_trials",
+    "grace_period",
+    "open_heartbeat_storage",
+    "ray_tune_worker",
+    "run_ray_workers",
+]
 
 DEFAULT_HEARTBEAT_S = 30
 DEFAULT_TRIAL_RETRIES = 2
@@ -125,6 +134,74 @@ def fail_dead_trials(study: Any, callback: Any) -> list[int]:
     return failed
 
 
+class TrialSlotLock:
+    """A lock shared by every worker of one study, held from "how many trials are left?" until the trial this
+    worker then starts exists (RUNNING, so the others count it): two workers can no longer both take the last
+    slot and run the study over. PostgreSQL: an advisory lock (``pg_advisory_lock``); MySQL: ``GET_LOCK``;
+    a journal file or a sqlite file (one machine): ``flock`` on ``<storage file>.lock``.
+
+    Args:
+        spec: the storage spec.
+        study_name: the study name (the lock's key).
+    """
+
+    def __init__(self, spec: str, study_name: str) -> None:
+        import hashlib
+
+        from lit_sb3.zoo.tuning.study import is_journal
+
+        self.spec, self.name = spec, f"lit_sb3-tune-{study_name}"
+        self.key = int.from_bytes(hashlib.sha256(self.name.encode()).digest()[:8], "big") & (2**63 - 1)
+        self._engine: Any = None
+        self._held: Any = None
+        if is_journal(spec) or spec.startswith("sqlite:///"):
+            self.path: str | None = (spec if is_journal(spec) else spec[len("sqlite:///") :].split("?")[0]) + ".lock"
+        else:
+            self.path = None
+            if spec.startswith(("postgresql", "postgres", "mysql")):
+                import sqlalchemy
+                from sqlalchemy.pool import NullPool
+
+                self._engine = sqlalchemy.create_engine(spec, poolclass=NullPool)
+
+    def acquire(self) -> None:
+        """Block until this worker holds the lock."""
+        if self.path is not None:
+            import fcntl
+
+            handle = open(self.path, "a")  # noqa: SIM115 - held until release()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            self._held = handle
+        elif self._engine is not None:
+            import sqlalchemy
+
+            conn = self._engine.connect()
+            if self._engine.dialect.name == "mysql":
+                conn.execute(sqlalchemy.text("SELECT GET_LOCK(:n, -1)"), {"n": self.name})
+            else:
+                conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
+            self._held = conn
+
+    def release(self) -> None:
+        """Let the next worker in (idempotent)."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        with contextlib.suppress(Exception):
+            if self.path is not None:
+                import fcntl
+
+                fcntl.flock(held, fcntl.LOCK_UN)
+            else:
+                import sqlalchemy
+
+                if self._engine.dialect.name == "mysql":
+                    held.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
+                else:
+                    held.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+        held.close()
+
+
 def open_heartbeat_storage(spec: str, tracking_uri: str, heartbeat_interval: int, trial_retries: int) -> Any:
     """The study's storage: an RDB URL with heartbeat and retry of lost trials; a journal file as it is.
 
@@ -182,8 +259,10 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
     objective = Objective(settings)
     lost = LostTrialCallback(settings.tracking.uri, trial_retries)
     me = process_tag()
+    slot = TrialSlotLock(settings.storage, settings.study_name)
 
     def run_trial(trial: Any) -> float:
+        slot.release()  # the trial exists (RUNNING): the others count it from now on
         trial.set_user_attr(PROCESS_ATTR, me)  # lets a worker on this host see at once that it is gone
         return objective(trial)
 
@@ -191,19 +270,22 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
     poll_s = float(min(5, max(1, heartbeat_interval)))
     failed_in_a_row, cap = 0, max(3, settings.n_trials)
     while deadline is None or time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            fail_dead_trials(study, lost)
-            optuna.storages.fail_stale_trials(study)
-        trials = study.get_trials(deepcopy=False)
-        count = {s: sum(t.state == s for t in trials) for s in TrialState}
-        finished = count[TrialState.COMPLETE] + count[TrialState.PRUNED]
-        if finished >= settings.n_trials:
-            break
-        if count[TrialState.WAITING] == 0 and finished + count[TrialState.RUNNING] >= settings.n_trials:
-            time.sleep(poll_s)  # the others' trials cover the rest: wait until they end or go stale
-            continue
-        before = {t.number for t in trials}
+        before: set[int] = set()
+        slot.acquire()  # released once this worker's next trial exists, or below
         try:
+            with contextlib.suppress(Exception):
+                fail_dead_trials(study, lost)
+                optuna.storages.fail_stale_trials(study)
+            trials = study.get_trials(deepcopy=False)
+            count = {s: sum(t.state == s for t in trials) for s in TrialState}
+            finished = count[TrialState.COMPLETE] + count[TrialState.PRUNED]
+            if finished >= settings.n_trials:
+                break
+            if count[TrialState.WAITING] == 0 and finished + count[TrialState.RUNNING] >= settings.n_trials:
+                slot.release()
+                time.sleep(poll_s)  # the others' trials cover the rest: wait until they end or go stale
+                continue
+            before = {t.number for t in trials}
             study.optimize(run_trial, n_trials=1, catch=(TrialFailed,), callbacks=[_print_trial], gc_after_trial=True)
         except (ValueError, AssertionError):  # Optuna refused to tell a trial another worker had failed as lost
             taken = [t for t in study.get_trials(deepcopy=False) if t.number not in before and t.state.is_finished()]
@@ -212,6 +294,8 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
             logging.getLogger(__name__).warning(
                 "worker %d: trial %d was failed as lost while it ran; its retry runs it again", worker, taken[0].number
             )
+        finally:
+            slot.release()
         mine = [t for t in study.get_trials(deepcopy=False) if t.number not in before and t.state.is_finished()]
         failed_in_a_row = failed_in_a_row + 1 if any(t.state == TrialState.FAIL for t in mine) else 0
         if failed_in_a_row >= cap:
