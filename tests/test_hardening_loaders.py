@@ -317,8 +317,13 @@ def test_report_into_an_unwritable_folder_is_one_line(in_tmp_path: Path, capsys:
 
 @pytest.mark.parametrize(
     "uri",
-    ["postgresql://user:pw@127.0.0.1:1/db", "sqlite:///{tmp}/not-a-db.db", "sqlite:///{tmp}/folder.db"],
-    ids=["postgres port 1", "sqlite garbage file", "sqlite folder"],
+    [
+        "postgresql://user:pw@127.0.0.1:1/db",
+        "sqlite:////proc/mlflow.db",
+        "sqlite:///{tmp}/not-a-db.db",
+        "sqlite:///{tmp}/folder.db",
+    ],
+    ids=["postgres port 1", "sqlite in /proc", "sqlite garbage file", "sqlite folder"],
 )
 @pytest.mark.parametrize("command", ["run", "report"])
 def test_unreachable_tracking_database_answers_in_seconds(uri: str, command: str, in_tmp_path: Path,
