@@ -317,6 +317,12 @@ class RLTrainer(L.Trainer):
             enable_autolog_hparams=enable_autolog_hparams,
             model_registry=model_registry,
         )
+        from lightning.pytorch.plugins.io import TorchCheckpointIO
+
+        from lit_sb3.utils.checkpoint_io import SafeCheckpointIO
+
+        if type(self.strategy.checkpoint_io) is TorchCheckpointIO:  # ckpt_path: local, http(s), fsspec, all safe
+            self.strategy.checkpoint_io = SafeCheckpointIO()
 
     # ------------------------------------------------------------------
     # Public API

@@ -76,6 +76,7 @@ def journal_study(tmp_path_factory: pytest.TempPathFactory, mlflow_template: Pat
     folder = tmp_path_factory.mktemp("tune-journal")
     uri = _store(folder, mlflow_template)
     journal = folder / "studies" / "s.journal"
+    journal.parent.mkdir()  # --storage never creates a folder (a missing one is a typo: one line, exit 2)
     argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "2", "--seeds-per-trial", "2", *BUDGET,
             "--search-space", _space(folder), "--pruner", "none", "--seed", "0", "--study-name", "s",
             "--storage", str(journal), "--tracking-uri", uri, "--experiment", "tune-test"]  # fmt: skip

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.server
 import logging
-import pickle
 import threading
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from lit_sb3.algorithms.qrdqn import QRDQN
 from lit_sb3.algorithms.tqc import TQC
 from lit_sb3.callbacks import EvalCallback
 from lit_sb3.core.monitor import Monitor
+from lit_sb3.utils.files import BadFileError
 from lit_sb3.vec_env import VecMonitor
 
 th.set_num_threads(1)
@@ -302,7 +302,7 @@ def test_checkpoint_url_with_a_pickle_payload_is_refused(tmp_path, monkeypatch):
     thread.start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/evil.ckpt"
-        with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        with pytest.raises(BadFileError, match="Weights only load failed"):
             RLTrainer(max_steps=60, logger=False).fit(tiny_sac(), datamodule=pendulum(), ckpt_path=url)
         with pytest.raises(ValueError, match="weights_only=False is refused"):
             RLTrainer(max_steps=60, logger=False).fit(
@@ -312,7 +312,7 @@ def test_checkpoint_url_with_a_pickle_payload_is_refused(tmp_path, monkeypatch):
         memory = fsspec.filesystem("memory")
         memory.pipe("/evil.ckpt", (served / "evil.ckpt").read_bytes())
         for source in (str(served / "evil.ckpt"), f"file://{served / 'evil.ckpt'}", "memory://evil.ckpt"):
-            with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+            with pytest.raises(BadFileError, match="Weights only load failed"):
                 RLTrainer(max_steps=60, logger=False).fit(tiny_sac(), datamodule=pendulum(), ckpt_path=source)
         memory.rm("/evil.ckpt")
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import io
 import pathlib
+import pickle
 import random
 import time
 from collections import deque
@@ -36,12 +37,15 @@ from lit_sb3.lightning_compat import (
 )
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import resolve_policy_class
+from lit_sb3.utils.checkpoint_io import is_url, local_copy
+from lit_sb3.utils.files import torch_load_error
 from lit_sb3.utils.serialization import (
     BadFileError,
     check_declared_net_arch,
     decode_value,
     encode_value,
     load_archive,
+    read_archive_data,
     read_archive_text,
     save_archive,
     space_from_dict,
@@ -951,6 +955,51 @@ class BaseAlgorithm(L.LightningModule):
         }
         checkpoint["lit_sb3"] = _to_checkpoint_safe(state)
 
+    @classmethod
+    def load_from_checkpoint(  # type: ignore[override]
+        cls: type[SelfBaseAlgorithm],
+        checkpoint_path: str | pathlib.Path | io.IOBase,
+        map_location: Any = None,
+        hparams_file: str | pathlib.Path | None = None,
+        strict: bool | None = None,
+        weights_only: bool | None = None,
+        **kwargs: Any,
+    ) -> SelfBaseAlgorithm:
+        """Lightning's ``load_from_checkpoint``, always through the safe loader: a local path, an http(s) or
+        fsspec URL (fetched into a bounded private copy, never torch's hub cache) or a buffer, read with
+        ``weights_only=True`` whatever the source (Lightning reads remote files with ``weights_only=False``
+        when it is not given).
+
+        Args:
+            checkpoint_path: the checkpoint: a path, URL or readable buffer.
+            map_location: torch's ``map_location``.
+            hparams_file: as Lightning's.
+            strict: as Lightning's.
+            weights_only: ``None`` or ``True``; ``False`` is refused (it would let the file run code).
+            kwargs: constructor arguments overriding the saved hyperparameters.
+        """
+        if weights_only is False:
+            raise ValueError(
+                f"{cls.__name__}.load_from_checkpoint() loads only with torch's safe loader (weights_only=True): "
+                "weights_only=False is refused because it lets the checkpoint run code."
+            )
+        load = super().load_from_checkpoint
+        where = str(getattr(checkpoint_path, "name", checkpoint_path))
+
+        def safely(source: Any) -> SelfBaseAlgorithm:
+            try:
+                return load(source, map_location=map_location, hparams_file=hparams_file, strict=strict,
+                            weights_only=True, **kwargs)  # fmt: skip
+            except pickle.UnpicklingError as exc:
+                raise BadFileError(
+                    f"{where}: checkpoint cannot be loaded safely (weights_only=True): {torch_load_error(exc)}"
+                ) from None
+
+        if isinstance(checkpoint_path, (str, pathlib.Path)):
+            with local_copy(checkpoint_path) as local:
+                return safely(local)
+        return safely(checkpoint_path)
+
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # Lightning restores weights and optimizers itself; the RL state is applied when fit starts
         # (after the env has been reset), see :meth:`_apply_pending_rl_state`.
@@ -992,7 +1041,11 @@ class BaseAlgorithm(L.LightningModule):
         if state["vec_normalize"] is not None and self._vec_normalize_env is not None:
             self._vec_normalize_env.load_state_dict(state["vec_normalize"])
         if state["env_state"] is not None and self.env is not None:
-            restore_vec_env_state(self.env, state["env_state"])
+            try:
+                restore_vec_env_state(self.env, state["env_state"])
+            except ValueError as exc:  # an entry the capture side never writes: refused, nothing of it set
+                where = getattr(self._trainer, "ckpt_path", None) or "the checkpoint"
+                raise BadFileError(f"{where}: env state: {' '.join(str(exc).split())}") from None
         self._load_extra_checkpoint_state(state["extra"])
 
     # ------------------------------------------------------------------
@@ -1104,7 +1157,14 @@ class BaseAlgorithm(L.LightningModule):
 
         from lit_sb3.buffers.base import check_declared_buffer
 
-        data, tensors = load_archive(path, device="cpu")
+        if is_url(path):  # http(s) or fsspec: a bounded private copy, read the same safe way
+            with local_copy(path, "model archive") as local:
+                try:
+                    return cls.load(local, env=env, device=device, custom_objects=custom_objects,
+                                    print_system_info=print_system_info, force_reset=force_reset, **kwargs)  # fmt: skip
+                except BadFileError as exc:
+                    raise BadFileError(str(exc).replace(local, str(path))) from None
+        data = read_archive_data(path)  # the tensors are read once the model says how large they can be
         where = getattr(path, "name", None) if not isinstance(path, (str, pathlib.Path)) else str(path)
         where = where or f"<{type(path).__name__}>"
         if data["algo"] != cls.__name__:
@@ -1173,6 +1233,7 @@ class BaseAlgorithm(L.LightningModule):
             model._init_env_metadata(vec_env)
             model.n_envs = vec_env.num_envs
         model._setup_model()
+        _, tensors = load_archive(path, device="cpu", limits=model._archive_limits())
         model._load_tensors(tensors, where, strict=False)
         try:
             model.num_timesteps = int(data.get("num_timesteps", 0))
@@ -1195,6 +1256,20 @@ class BaseAlgorithm(L.LightningModule):
         if not force_reset and env is None:
             model._last_obs = None
         return model
+
+    def _archive_limits(self) -> dict[str, int]:
+        """The most bytes each archive member can need for this model (its spaces and networks are built): the
+        tensors' storages for ``model.pth``; for ``optimizers.pth`` four tensors the size of each optimised
+        parameter (Adam's two moments and AMSGrad's maximum, with room to spare); plus torch's per-record overhead.
+        A member declaring more is refused before anything is read (a zip bomb under the ratio limit)."""
+        storages: dict[int, int] = {}
+        for tensor in self.state_dict().values():
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+        overhead = 2**20 + 4096 * len(storages)
+        params = [p for opt in self._optimizers_to_save().values() for g in opt.param_groups for p in g["params"]]
+        optim = sum(4 * p.numel() * p.element_size() + 4096 for p in params) + 2**20
+        return {"model.pth": sum(storages.values()) + overhead, "optimizers.pth": optim}
 
     def _load_tensors(self, tensors: dict[str, Any], where: str, strict: bool, partial: bool = False) -> None:
         """Load an archive's ``model`` state dict and optimizer states, each mismatch one :class:`BadFileError`
@@ -1247,7 +1322,11 @@ class BaseAlgorithm(L.LightningModule):
             device: unused (tensors go to the model's device).
         """
         if not isinstance(load_path_or_dict, dict):
-            _, tensors = load_archive(load_path_or_dict, device=self.device)
+            if is_url(load_path_or_dict):  # http(s) or fsspec: a bounded private copy, read the same safe way
+                with local_copy(load_path_or_dict, "model archive") as local:
+                    _, tensors = load_archive(local, device=self.device, limits=self._archive_limits())
+            else:
+                _, tensors = load_archive(load_path_or_dict, device=self.device, limits=self._archive_limits())
             self._load_tensors(tensors, str(load_path_or_dict), strict=exact_match, partial=not exact_match)
             return
         params = load_path_or_dict

@@ -51,6 +51,7 @@ from lit_sb3.core.preprocessing import is_image_space
 from lit_sb3.core.types import MaybeCallback, RolloutReturn, Schedule, TrainFreq, TrainFrequencyUnit
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import register_class
+from lit_sb3.utils.files import BadFileError
 from lit_sb3.utils.math import safe_mean
 from lit_sb3.utils.training import should_collect_more_steps
 from lit_sb3.vec_env import VecEnv
@@ -1025,8 +1026,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             truncate_last_traj: HerReplayBuffer only: mark the last (unfinished) episode as ended (True), or
                 continue it (False).
         """
-        import json
-
         if getattr(self, "observation_space", None) is None:
             raise RuntimeError(
                 "load_replay_buffer needs the model's spaces: train or load the model (with its env) first."
@@ -1035,18 +1034,16 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             path = pathlib.Path(path)
             if not path.exists() and path.suffix == "":
                 path = path.with_suffix(".npz")
-        with np.load(path, allow_pickle=False) as data:  # type: ignore[arg-type]
-            if "__metadata__" not in data.files:
-                raise ValueError(f"{path!r} is not a lit_sb3 replay buffer file.")
-            class_name = json.loads(str(data["__metadata__"]))["class"]
-        if hasattr(path, "seek"):
-            path.seek(0)  # type: ignore[union-attr]
+        class_name = ReplayBuffer.saved_class_name(path)  # the checks of ReplayBuffer.load (BadFileError)
         buffer_class = _BUFFER_CLASSES.get(class_name)
         if buffer_class is None:
             if self.replay_buffer is not None and type(self.replay_buffer).__name__ == class_name:
                 buffer_class = type(self.replay_buffer)
             else:
-                raise ValueError(f"Unknown replay buffer class {class_name!r}; known: {sorted(_BUFFER_CLASSES)}.")
+                where = path if isinstance(path, pathlib.Path) else getattr(path, "name", "<file object>")
+                raise BadFileError(
+                    f"{where}: unknown replay buffer class {class_name!r}; known: {', '.join(sorted(_BUFFER_CLASSES))}"
+                )
         if issubclass(buffer_class, HerReplayBuffer):
             if self.env is None:
                 raise ValueError("You must attach an environment (set_env or load(env=...)) to load a HerReplayBuffer.")

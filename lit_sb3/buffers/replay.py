@@ -11,9 +11,12 @@ Compared with SB3's ``ReplayBuffer`` (same constructor arguments and semantics):
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import zipfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -24,6 +27,7 @@ from numpy.typing import DTypeLike
 from lit_sb3.buffers.base import BaseBuffer, maybe_warn_memory, numpy_to_torch_dtype, storage_obs_dtype
 from lit_sb3.core.preprocessing import get_device
 from lit_sb3.core.types import ReplayBufferSamples
+from lit_sb3.utils.files import BadFileError
 
 if TYPE_CHECKING:
     from lit_sb3.vec_env.vec_normalize import VecNormalize
@@ -53,7 +57,9 @@ def _read_metadata(data: np.lib.npyio.NpzFile) -> dict[str, Any]:
     shape, dtype = _array_header(data, _METADATA_KEY)
     if shape != () or dtype.kind != "U" or dtype.itemsize > _MAX_METADATA_BYTES:
         raise ValueError(f"{_METADATA_KEY} must be one JSON string of at most {_MAX_METADATA_BYTES:,} bytes")
-    meta = json.loads(str(data[_METADATA_KEY]))
+    from lit_sb3.utils.files import load_json
+
+    meta = load_json(str(data[_METADATA_KEY]), "", _METADATA_KEY)  # deep nesting, huge integers: ValueError
     if not isinstance(meta, dict):
         raise ValueError(f"{_METADATA_KEY} must be a JSON object")
     return meta
@@ -61,6 +67,25 @@ def _read_metadata(data: np.lib.npyio.NpzFile) -> dict[str, Any]:
 
 _T = TypeVar("_T", bound="ReplayBuffer")
 PathLike = str | os.PathLike | io.IOBase
+
+
+@contextlib.contextmanager
+def _open_npz(path: PathLike) -> Iterator[tuple[np.lib.npyio.NpzFile, str]]:
+    """``(the opened .npz, the file's name for messages)``; a missing, irregular, non-zip or single-array file
+    is one :class:`BadFileError` line naming it."""
+    from lit_sb3.utils.files import check_file
+
+    where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "name", "<file object>")
+    if isinstance(path, (str, os.PathLike)):
+        check_file(path, 2**50, "replay buffer file")  # a regular file (its members are bounded when read)
+    try:
+        data = np.load(path, allow_pickle=False)  # type: ignore[arg-type]
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise BadFileError(f"{where}: not a replay buffer .npz file ({' '.join(str(exc).split())})") from None
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise BadFileError(f"{where}: not a replay buffer .npz file (a single array)")
+    with data:
+        yield data, where
 
 
 def _maybe_cast_action_dtype(dtype: DTypeLike | None) -> np.dtype:
@@ -397,6 +422,28 @@ class ReplayBuffer(BaseBuffer):
             with open(path, "wb") as f:
                 np.savez(f, **payload)  # type: ignore[arg-type]
 
+    @staticmethod
+    def saved_class_name(path: PathLike) -> str:
+        """The buffer class named in a file written by :meth:`save`, through the same checks as :meth:`load`
+        (a ``.npz`` with a bounded JSON ``__metadata__`` string, nothing unpickled).
+
+        Args:
+            path: file path or readable binary file object (rewound afterwards).
+
+        Raises:
+            BadFileError: anything else, one line naming the file.
+        """
+        with _open_npz(path) as (data, where):
+            try:
+                name = _read_metadata(data).get("class")
+            except (ValueError, KeyError, TypeError, zipfile.BadZipFile) as exc:
+                raise BadFileError(f"{where}: {' '.join(str(exc).split())}") from None
+        if hasattr(path, "seek"):
+            path.seek(0)  # type: ignore[union-attr]
+        if not isinstance(name, str):
+            raise BadFileError(f"{where}: {_METADATA_KEY} names no buffer class")
+        return name
+
     @classmethod
     def load(
         cls: type[_T],
@@ -416,19 +463,10 @@ class ReplayBuffer(BaseBuffer):
             **kwargs: constructor arguments overriding the saved ones (e.g. ``storage_device``, HER's ``env``).
         """
         import inspect
-        import zipfile
 
         from lit_sb3.buffers.base import check_declared_buffer
-        from lit_sb3.utils.serialization import BadFileError
 
-        where = os.fspath(path) if isinstance(path, (str, os.PathLike)) else getattr(path, "name", "<file object>")
-        try:
-            data = np.load(path, allow_pickle=False)  # type: ignore[arg-type]
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-            raise BadFileError(f"{where}: not a replay buffer .npz file ({' '.join(str(exc).split())})") from None
-        if not isinstance(data, np.lib.npyio.NpzFile):
-            raise BadFileError(f"{where}: not a replay buffer .npz file (a single array)")
-        with data:
+        with _open_npz(path) as (data, where):
             try:
                 meta = _read_metadata(data)
                 if meta.get("format") != "lit_sb3.replay_buffer":

@@ -31,6 +31,7 @@ import json
 import math
 import os
 import pathlib
+import tempfile
 import zipfile
 from collections.abc import Mapping
 from typing import Any
@@ -39,16 +40,20 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
+from lit_sb3.utils.files import BadFileError, check_file, load_json, torch_load_error
+
 __all__ = [
     "ARCHIVE_FORMAT",
     "CLASS_WHITELIST",
     "BadFileError",
     "check_declared_net_arch",
+    "check_file",
     "class_to_path",
     "decode_value",
     "encode_value",
     "load_archive",
     "path_to_class",
+    "read_archive_data",
     "read_archive_text",
     "register_class",
     "save_archive",
@@ -79,13 +84,6 @@ MAX_SPACE_DEPTH = 8
 #: the widest layer and the most weights a ``net_arch`` read from a file may ask for
 MAX_LAYER_WIDTH = 2**16
 MAX_NET_WEIGHTS = 2**28
-
-
-class BadFileError(ValueError):
-    """A file that cannot be loaded safely: malformed, foreign, from a newer version, too big or unsafe.
-
-    The message is one line naming the file and the problem.
-    """
 
 
 def _one_line(text: object) -> str:
@@ -475,6 +473,7 @@ def _resolve(path: Any) -> Any:
             path = path.with_suffix(".zip")
         if not path.exists():
             raise FileNotFoundError(f"No model archive at {os.fspath(path)}")
+        check_file(path, sum(ARCHIVE_MEMBERS.values()) + 2**30, "model archive")  # a regular file, bounded
     return path
 
 
@@ -527,17 +526,63 @@ def read_archive_text(path: str | pathlib.Path | io.BufferedIOBase, member: str 
         raise BadFileError(f"{where}: not a valid zip model archive ({_one_line(exc)})") from None
 
 
+def read_archive_data(path: str | pathlib.Path | io.BufferedIOBase) -> dict[str, Any]:
+    """The checked ``data.json`` of a model archive (values still encoded), without reading its tensors.
+
+    Args:
+        path: archive path or readable buffer.
+
+    Raises:
+        BadFileError: a malformed, foreign, newer, oversized or unsafe archive (one line).
+    """
+    path = _resolve(path)
+    where = _name(path)
+    text = read_archive_text(path, "data.json")
+    if not text:
+        raise BadFileError(f"{where}: not a lit_sb3 model archive (no data.json)")
+    data = load_json(text, where, "data.json")
+    check_archive_data(data, where)
+    return data
+
+
+def _load_member_tensors(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str, device: th.device | str) -> Any:
+    """``torch.load(weights_only=True)`` of one member, streamed: the member is decompressed in chunks into a
+    private temporary file (at most its declared size) and memory-mapped, so the compressed data, a decompressed
+    copy and the tensors are never all in memory at once (the tensors share the file's pages)."""
+    name = info.filename
+    with tempfile.TemporaryDirectory(prefix="lit_sb3-archive-") as folder:
+        local = os.path.join(folder, "member.pth")
+        written = 0
+        with archive.open(info) as src, open(local, "wb") as dst:
+            while chunk := src.read(1 << 20):
+                written += len(chunk)
+                if written > info.file_size:
+                    raise BadFileError(f"{where}: member {name} holds more than its declared {info.file_size:,} bytes")
+                dst.write(chunk)
+        try:
+            return th.load(local, map_location=device, weights_only=True, mmap=True)
+        except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
+            raise BadFileError(
+                f"{where}: {name} cannot be loaded safely (weights_only=True): {torch_load_error(exc)}"
+            ) from None
+
+
 def load_archive(
-    path: str | pathlib.Path | io.BufferedIOBase, device: th.device | str = "cpu"
+    path: str | pathlib.Path | io.BufferedIOBase,
+    device: th.device | str = "cpu",
+    limits: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Read a model archive written by :func:`save_archive`.
 
-    Only ``data.json``, ``model.pth`` and ``optimizers.pth`` are read, each after its declared size was checked;
-    tensors are loaded with ``weights_only=True``.
+    Only ``data.json``, ``model.pth`` and ``optimizers.pth`` are read, each after its declared size was checked
+    (against :data:`ARCHIVE_MEMBERS`, the compression ratio and ``limits``); tensors are streamed (see
+    :func:`_load_member_tensors`) and loaded with ``weights_only=True``.
 
     Args:
         path: archive path or readable buffer.
         device: ``map_location`` of the tensors.
+        limits: member name -> the most bytes it may declare, from what the model it describes can need
+            (``BaseAlgorithm._archive_limits``); None: only the fixed limits.
 
     Returns:
         ``(data, tensors)``: the decoded-JSON ``data.json`` (values still encoded) and ``{"model": ...,
@@ -555,26 +600,20 @@ def load_archive(
             if "data.json" not in members:
                 names = archive.namelist()[:5]
                 raise BadFileError(f"{where}: not a lit_sb3 model archive (no data.json; members: {names})")
-            raw = _read_member(archive, members["data.json"], where)
-            try:
-                data = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                kind = " (it looks like a pickle, which is never loaded)" if raw[:1] == b"\x80" else ""
-                raise BadFileError(f"{where}: data.json is not JSON{kind}: {_one_line(exc)}") from None
+            data = load_json(_read_member(archive, members["data.json"], where), where, "data.json")
             check_archive_data(data, where)
+            for member, limit in (limits or {}).items():  # every member, before any tensor is read
+                info = members.get(member)
+                if info is not None and info.file_size > limit:
+                    raise BadFileError(
+                        f"{where}: member {member} declares {info.file_size:,} bytes, more than the {limit:,} "
+                        f"that a {data['algo']} with these spaces and networks can need"
+                    )
             tensors = {}
             for name in ("model", "optimizers"):
                 info = members.get(f"{name}.pth")
-                if info is None:
-                    continue
-                buffer = io.BytesIO(_read_member(archive, info, where))
-                try:
-                    tensors[name] = th.load(buffer, map_location=device, weights_only=True)
-                except Exception as exc:  # noqa: BLE001 - torch raises many types for a bad file
-                    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-                    raise BadFileError(
-                        f"{where}: {name}.pth cannot be loaded safely (weights_only=True): {_one_line(first)}"
-                    ) from None
+                if info is not None:
+                    tensors[name] = _load_member_tensors(archive, info, where, device)
     except zipfile.BadZipFile as exc:
         raise BadFileError(f"{where}: not a valid zip model archive ({_one_line(exc)})") from None
     if "model" not in tensors:

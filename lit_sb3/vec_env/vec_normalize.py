@@ -360,19 +360,17 @@ class VecNormalize(VecEnvWrapper):
         Raises:
             BadFileError: a file that is not a valid VecNormalize state (one line naming the file and the problem).
         """
+        from lit_sb3.utils.files import check_file, load_json
         from lit_sb3.utils.serialization import BadFileError
 
         where = os.fspath(load_path)
-        size = os.path.getsize(load_path)
-        if size > _MAX_FILE_BYTES:
-            raise BadFileError(f"{where}: {size:,} bytes, more than a VecNormalize file may hold ({_MAX_FILE_BYTES:,})")
+        check_file(load_path, _MAX_FILE_BYTES, "VecNormalize file")  # a regular file, bounded, before reading
         with open(load_path, "rb") as file_handler:
             raw = file_handler.read(_MAX_FILE_BYTES + 1)
-        try:
-            state = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            kind = " (a pickle: SB3's pickled files are never loaded, for safety)" if raw[:1] == b"\x80" else ""
-            raise BadFileError(f"{where}: not a JSON VecNormalize file written by VecNormalize.save{kind}") from exc
+        if raw[:1] == b"\x80":
+            raise BadFileError(f"{where}: not a JSON VecNormalize file written by VecNormalize.save (a pickle: SB3's "
+                               "pickled files are never loaded, for safety)")  # fmt: skip
+        state = load_json(raw, where, "VecNormalize file")  # deep nesting, huge integers: one line too
         try:
             _check_state(state)
             vec_normalize = cls(

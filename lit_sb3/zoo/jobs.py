@@ -281,12 +281,14 @@ def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Se
     budget note (the form :class:`~lit_sb3.zoo.plan_cache.PlanCache` records)."""
     from lit_sb3.zoo.budget import exact_budget, rollout_size
     from lit_sb3.zoo.config import resolve
+    from lit_sb3.zoo.config.env_fit import check_config_on_env
     from lit_sb3.zoo.registry import check_pair
 
     reason = check_pair(algo, env_id)
     if reason is not None:
         return {"skip": reason}
     cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides, overrides_label=overrides_label)
+    check_config_on_env(cfg)  # env_kwargs, wrappers and policy against the env itself, before any job
     # a suite's budget beats the n_timesteps of a zoo file's `default` entry (the zoo's 1e6 for any env)
     from_default = cfg.provenance.get("n_timesteps", "").endswith(":default")
     budget = n_timesteps or (None if from_default else cfg.n_timesteps) or default_budget or cfg.n_timesteps

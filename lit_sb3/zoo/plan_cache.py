@@ -75,8 +75,18 @@ def code_fingerprint() -> str:
 
 
 def _file_digest(path: Path) -> str:
+    """sha256 of a config file; a file that is not a regular file of at most ``MAX_YAML_BYTES`` is not read
+    (its loading refuses it with one line later)."""
+    import stat
+
+    from lit_sb3.zoo.config.loading import MAX_YAML_BYTES
+
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_YAML_BYTES:
+            return f"unread:{st.st_mode}:{st.st_size}"
+        with path.open("rb") as fh:
+            return hashlib.sha256(fh.read(MAX_YAML_BYTES + 1)).hexdigest()
     except OSError:
         return "missing"
 

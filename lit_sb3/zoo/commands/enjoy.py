@@ -17,6 +17,7 @@ the class whitelist; nothing from the run is executed. Every bad input is one li
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import tempfile
 import time
@@ -93,12 +94,15 @@ def _selector(args: argparse.Namespace) -> str:
 
 def _spec_from_config(path: Path, run_id: str) -> Any:
     """The :class:`~lit_sb3.zoo.jobs.JobSpec` in a run's ``config.json`` (classes through the whitelist)."""
+    from lit_sb3.utils.files import BadFileError, check_file, load_json
     from lit_sb3.zoo.jobs import JobSpec
 
-    if path.stat().st_size > 16 * 2**20:
-        raise BenchError(f"run {run_id}: config.json is larger than 16 MiB")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        check_file(path, 16 * 2**20, "config.json")
+        data = load_json(path.read_bytes(), "", "config.json")
+    except BadFileError as exc:
+        raise BenchError(f"run {run_id}: {' '.join(str(exc).split())}") from None
+    try:
         spec = JobSpec.from_json(json.dumps(data["job"]))
         spec.resolved_config()  # decodes the config: only whitelisted classes
     except BenchError as exc:
@@ -146,19 +150,20 @@ def _from_run(args: argparse.Namespace, mode: str, folder: Path) -> tuple[Any, P
     return spec, model_path, stats, tracking, run
 
 
-def _from_file(args: argparse.Namespace) -> tuple[Any, Path, Path | None]:
+def _from_file(args: argparse.Namespace, model_file: str) -> tuple[Any, Path, Path | None]:
     """``(spec, model path, vecnormalize path or None)`` for ``--model FILE --env ENV``: the zoo's config entry
-    of the file's algorithm on the env gives the wrappers; ``vecnormalize.json`` next to the file the statistics."""
-    from lit_sb3.utils.serialization import BadFileError, load_archive
+    of the file's algorithm on the env gives the wrappers; ``vecnormalize.json`` next to the file the statistics
+    (``model_file``: the file, or the private copy of a URL, which has none)."""
+    from lit_sb3.utils.serialization import BadFileError, read_archive_data
     from lit_sb3.zoo.jobs import plan_grid
     from lit_sb3.zoo.registry import ALGOS, check_algo, get_algo_class
     from lit_sb3.zoo.suites import expand_envs
 
-    path = Path(args.model)
+    path = Path(model_file)
     if not path.is_file():
         raise BenchError(f"--model: no file {args.model!r}")
     try:
-        data, _ = load_archive(path, device="cpu")
+        data = read_archive_data(path)  # data.json only: the tensors are read once, by the algorithm's load
     except (BadFileError, OSError, ValueError) as exc:
         raise BenchError(f"--model {args.model}: {' '.join(str(exc).split())}") from None
     if args.algo is not None:
@@ -177,7 +182,7 @@ def _from_file(args: argparse.Namespace) -> tuple[Any, Path, Path | None]:
     if not jobs:
         raise BenchError(f"--model: {skipped[0].reason}")
     stats = path.with_name("vecnormalize.json")
-    return jobs[0], path, stats if stats.is_file() else None
+    return jobs[0], path, stats if model_file == args.model and stats.is_file() else None
 
 
 def _check_extras(env_id: str) -> None:
@@ -230,12 +235,20 @@ def run(args: argparse.Namespace) -> int:
         configure_headless_rendering()  # before MuJoCo or pygame is imported
         check_extra("video", "--record")
     from lit_sb3.core.evaluation import evaluate_policy
+    from lit_sb3.utils.checkpoint_io import is_url, local_copy
+    from lit_sb3.utils.files import BadFileError
     from lit_sb3.zoo.registry import get_algo_class
 
     tracking = run_info = None
-    with tempfile.TemporaryDirectory(prefix="bench-enjoy-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-enjoy-") as tmp, contextlib.ExitStack() as stack:
         if mode == "model":
-            spec, model_path, stats = _from_file(args)
+            model_file = args.model
+            if is_url(args.model):  # http(s) or fsspec: a bounded private copy, read by the same safe loader
+                try:
+                    model_file = stack.enter_context(local_copy(args.model, "model archive"))
+                except (BadFileError, OSError) as exc:
+                    raise BenchError(f"--model {args.model}: {' '.join(str(exc).split())}") from None
+            spec, model_path, stats = _from_file(args, model_file)
             source = f"model {args.model}"
         else:
             spec, model_path, stats, tracking, run_info = _from_run(args, mode, Path(tmp))
@@ -247,7 +260,8 @@ def run(args: argparse.Namespace) -> int:
             try:
                 model = get_algo_class(spec.algo).load(model_path, device=args.device)
             except Exception as exc:  # noqa: BLE001 - a bad file is one line
-                raise BenchError(f"cannot load the model of {source}: {' '.join(str(exc).split())[:300]}") from None
+                text = " ".join(str(exc).split()).replace(str(model_path), str(args.model or model_path))
+                raise BenchError(f"cannot load the model of {source}: {text[:300]}") from None
             if args.record:
                 from lit_sb3.vec_env.vec_video_recorder import VecVideoRecorder
 

@@ -79,8 +79,9 @@ def run(args: argparse.Namespace) -> int:
     algos = [n.lower() for v in args.algos for n in _names(v)] if args.algos else None
     envs = [n for v in args.envs for n in _names(v)] if args.envs else None
     table = load_table(args.scores_table) if args.normalize == "reference" else None
-    results = load_results(args.tracking_uri, args.experiment, algos=algos, envs=envs)
     out = Path(args.out) if args.out else report_folder(args.experiment)
+    _check_writable(out)  # before the runs are read: /proc/x, a file, a read-only folder
+    results = load_results(args.tracking_uri, args.experiment, algos=algos, envs=envs)
     argv = sys.argv[1:] if sys.argv and Path(sys.argv[0]).name == "bench" else _reconstruct(args)
     try:
         path = build_report(
@@ -97,8 +98,27 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # e.g. rliable.library on unequal runs per env: one line, nothing written yet
         raise BenchError(str(exc)) from exc
+    except OSError as exc:
+        raise BenchError(f"cannot write the report to {str(out)!r}: {exc.strerror or exc}") from exc
     print(f"report: {path} and {path.with_suffix('.html')}")
     return 0
+
+
+def _check_writable(out: Path) -> None:
+    """Refuse (one line) a report folder that cannot be made or written, creating nothing: the nearest existing
+    folder above it must take a temporary folder."""
+    import tempfile
+
+    if out.exists() and not out.is_dir():
+        raise BenchError(f"--out {str(out)!r} is a file, not a folder")
+    existing = out
+    while not existing.exists():
+        existing = existing.parent
+    try:
+        tempfile.TemporaryDirectory(dir=existing, prefix=".bench-report-").cleanup()
+    except OSError as exc:
+        raise BenchError(f"cannot write the report to {str(out)!r}: {str(existing)!r} is not writable "
+                         f"({exc.strerror or exc})") from None  # fmt: skip
 
 
 def _reconstruct(args: argparse.Namespace) -> list[str]:

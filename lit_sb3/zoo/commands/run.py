@@ -18,9 +18,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from lit_sb3.zoo.errors import BenchError
+from lit_sb3.zoo.errors import BenchError, finite_float
 
 __all__ = ["add_parser", "run"]
+
+#: a job's seed seeds numpy, whose seeds are 32-bit; a grid of more seeds than this is a typo
+MAX_SEED = 2**32 - 1
+MAX_SEEDS = 100_000
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -51,7 +55,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    "budget)")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel jobs (default: number of CPUs)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="device of every job (default cpu)")
-    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--timeout", type=finite_float, default=None, metavar="SECONDS",
                    help="kill a job (with --seed-batch: its seed batch, one process) after this long")  # fmt: skip
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default sqlite:///mlflow.db)")
     p.add_argument("--experiment", default=None, help="MLflow experiment (default bench-<envs>)")
@@ -76,10 +80,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
                    help="--launcher ray: the Ray cluster to use (default: start a local Ray instance)")  # fmt: skip
     p.add_argument(
-        "--cpus-per-job", type=float, default=1.0, metavar="N", help="--launcher ray: CPUs of a job (default 1)"
+        "--cpus-per-job", type=finite_float, default=1.0, metavar="N", help="--launcher ray: CPUs of a job (default 1)"
     )
     p.add_argument(
-        "--gpus-per-job", type=float, default=0.0, metavar="X", help="--launcher ray: GPUs of a job (default 0)"
+        "--gpus-per-job", type=finite_float, default=0.0, metavar="X", help="--launcher ray: GPUs of a job (default 0)"
     )
     p.add_argument("--start-method", choices=("forkserver", "spawn"), default=None,
                    help="how job processes start (default forkserver where available: imports are paid once)")  # fmt: skip
@@ -114,10 +118,15 @@ def _seeds(args: argparse.Namespace) -> list[int]:
                 raise BenchError(f"--seed-list: expected integers separated by commas, got {part!r}") from exc
         if not out:
             raise BenchError("--seed-list: no seed given")
+        bad = [seed for seed in out if not 0 <= seed <= MAX_SEED]
+        if bad:
+            raise BenchError(f"--seed-list: seed {bad[0]} is out of range; seeds must be in [0, {MAX_SEED}]")
         return list(dict.fromkeys(out))
     n = 1 if args.seeds is None else args.seeds
     if n < 1:
         raise BenchError(f"--seeds must be >= 1, got {n}")
+    if n > MAX_SEEDS:
+        raise BenchError(f"--seeds must be <= {MAX_SEEDS:,} (seeds 0..N-1), got {n}")
     return list(range(n))
 
 
@@ -164,11 +173,14 @@ def _check_device(device: str) -> None:
 
 def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     from lit_sb3.zoo.commands.show_config import parse_overrides
+    from lit_sb3.zoo.config.loading import check_yaml_file
     from lit_sb3.zoo.extras import check_env_extras, check_extra
     from lit_sb3.zoo.jobs import plan_grid
     from lit_sb3.zoo.plan_cache import PlanCache
     from lit_sb3.zoo.suites import default_budgets, expand_algos, expand_envs
 
+    for path in args.config:  # before anything else: /dev/zero or a sparse 1.5 GB file is refused unread
+        check_yaml_file(path, f"--config {path}", "config file")
     algos = expand_algos(args.algos)
     from lit_sb3.zoo.waves import check_arguments
 

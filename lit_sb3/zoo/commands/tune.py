@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lit_sb3.zoo.errors import BenchError
+from lit_sb3.zoo.errors import BenchError, finite_float
 
 __all__ = ["add_parser", "run"]
 
@@ -48,12 +48,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--launcher", choices=("local", "ray"), default="local",
                    help="local: spawned processes (default); ray: Ray tasks (with --ray-address, on a cluster)")  # fmt: skip
     p.add_argument("--ray-address", metavar="auto|HOST:PORT", help="--launcher ray: the cluster (default: local Ray)")
-    p.add_argument("--cpus-per-job", type=float, default=1.0, help="--launcher ray: CPUs of a worker (default 1)")
-    p.add_argument("--gpus-per-job", type=float, default=0.0, help="--launcher ray: GPUs of a worker (default 0)")
+    p.add_argument(
+        "--cpus-per-job", type=finite_float, default=1.0, help="--launcher ray: CPUs of a worker (default 1)"
+    )
+    p.add_argument(
+        "--gpus-per-job", type=finite_float, default=0.0, help="--launcher ray: GPUs of a worker (default 0)"
+    )
     p.add_argument("--heartbeat-interval", type=int, default=30,
                    help="--launcher ray, RDB storage: Optuna heartbeat seconds; a trial silent for 3x is re-run")  # fmt: skip
     p.add_argument("--trial-retries", type=int, default=2, help="--launcher ray: times a lost worker's trial is re-run")
-    p.add_argument("--timeout", type=float, help="stop starting trials after this many seconds (per worker)")
+    p.add_argument("--timeout", type=finite_float, help="stop starting trials after this many seconds (per worker)")
     p.add_argument("--search-space", metavar="FILE", help="YAML file overriding/extending the built-in search space")
     p.add_argument("--seed", type=int, help="sampler seed (worker w uses seed + w)")
     p.add_argument("--tracking-uri", default=None, help="MLflow tracking URI (default sqlite:///mlflow.db)")
@@ -263,6 +267,10 @@ def run(args: argparse.Namespace) -> int:
         if name is not None:
             check_name(name, flag)  # they name files and folders: refused before anything is opened
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every trial
+    if args.search_space is not None:  # before anything else: /dev/zero or a sparse 1.5 GB file is refused unread
+        from lit_sb3.zoo.config.loading import check_yaml_file
+
+        check_yaml_file(args.search_space, f"--search-space {args.search_space}", "search space file")
     if (why := check_device(args.device)) is not None:
         raise BenchError(f"--device: {why}")
     algo = check_algo(args.algo)
@@ -276,6 +284,8 @@ def run(args: argparse.Namespace) -> int:
     _positive("--n-warmup-evaluations", args.n_warmup_evaluations, 0)
     if args.timeout is not None and args.timeout <= 0:
         raise BenchError(f"--timeout must be > 0, got {args.timeout}")
+    if args.seed is not None and not 0 <= args.seed <= 2**32 - 1:
+        raise BenchError(f"--seed must be in [0, {2**32 - 1}] (numpy's seed range), got {args.seed}")
     if args.objective not in OBJECTIVES:
         from lit_sb3.zoo.errors import did_you_mean
 
@@ -284,6 +294,9 @@ def run(args: argparse.Namespace) -> int:
     make_sampler(args.sampler, seed=args.seed, n_startup_trials=args.n_startup_trials)
     make_pruner(args.pruner, n_startup_trials=1, n_warmup_steps=0, eval_freq=1, max_resource=2)
     base = resolve(algo, env_id)
+    from lit_sb3.zoo.config.env_fit import check_config_on_env
+
+    check_config_on_env(base)
     n_timesteps = args.n_timesteps or base.n_timesteps
     if not n_timesteps:
         raise BenchError(f"no budget for {algo} on {env_id}: the zoo config sets no n_timesteps; give --n-timesteps")

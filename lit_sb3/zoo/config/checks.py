@@ -51,8 +51,8 @@ class Bound:
     low_open: bool = False
 
     def contains(self, x: float) -> bool:
-        """Whether ``x`` lies in the interval (NaN never does)."""
-        if isinstance(x, float) and math.isnan(x):
+        """Whether ``x`` lies in the interval (NaN and infinity never do: every bound is between numbers)."""
+        if isinstance(x, float) and not math.isfinite(x):
             return False
         if self.low is not None and (x <= self.low if self.low_open else x < self.low):
             return False
@@ -128,6 +128,8 @@ RANGES: dict[str, Bound] = {
     ),
     "verbose": Bound(0, 2),
     "seed": Bound(0, 2**32 - 1),  # numpy's seed range
+    # env wrappers' lengths (TimeLimit, TimeFeatureWrapper, FrameSkip, HistoryWrapper)
+    **dict.fromkeys(("max_episode_steps", "max_steps", "skip", "horizon"), _AT_LEAST_1),
 }
 # TRPO and ARS (sb3-contrib 2.9 docstrings)
 RANGES.update(
@@ -308,7 +310,8 @@ def check_value(name: str, value: Any, hint: Any) -> tuple[Any, str | None]:
     number = _initial(value)
     if bound is not None and isinstance(number, (int, float)) and not isinstance(number, bool):
         if not bound.contains(number):
-            return value, f"bad value {_show(value)}: must be {bound}"
+            finite = "a finite number " if isinstance(number, float) and math.isinf(number) else ""
+            return value, f"bad value {_show(value)}: must be {finite}{bound}"
     return value, None
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "load_yaml_file",
     "parse_yaml",
     "read_yaml_text",
+    "check_yaml_file",
 ]
 
 DEFAULT_ENTRY = "default"
@@ -88,6 +89,26 @@ class _BoundedLoader(yaml.SafeLoader):
         return node
 
 
+def check_yaml_file(path: str | Path, shown: str | None = None, what: str = "file") -> None:
+    """Refuse (one-line :class:`BenchError`) a YAML file the user named that is missing, not a regular file
+    (``/dev/zero``, a fifo, a folder) or over :data:`MAX_YAML_BYTES`, before anything is read.
+
+    Args:
+        path: the file.
+        shown: the name used in messages (default: the path).
+        what: what the file is, for messages.
+    """
+    from lit_sb3.utils.files import BadFileError, check_file
+
+    shown = shown if shown is not None else str(path)
+    try:
+        check_file(path, MAX_YAML_BYTES, what)
+    except BadFileError as exc:
+        raise BenchError(f"{shown}: {str(exc).split(': ', 1)[-1]}") from None
+    except FileNotFoundError:
+        raise BenchError(f"{shown}: no such file") from None
+
+
 def read_yaml_text(path: str | Path, shown: str | None = None, what: str = "file") -> str:
     """The text of a YAML file, refused (one-line :class:`BenchError`) above :data:`MAX_YAML_BYTES`.
 
@@ -97,6 +118,7 @@ def read_yaml_text(path: str | Path, shown: str | None = None, what: str = "file
         what: what the file is, for messages (``config file``, ``suites file``).
     """
     shown = shown if shown is not None else str(path)
+    check_yaml_file(path, shown, what)
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_YAML_BYTES + 1)

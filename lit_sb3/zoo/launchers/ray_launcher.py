@@ -13,8 +13,11 @@ Same job ids, tracking, evaluation, resume and failure semantics as the local la
 - a retried attempt finds that an earlier attempt already claimed the run (tag ``lit_sb3.attempt``): it marks
   every still-RUNNING run of the job under the same grid run KILLED ("Ray worker lost") and logs to a new run,
   so the job ends with exactly one FINISHED run and the report, which reads FINISHED runs only, sees it once;
-- ``--timeout`` counts from the moment a worker starts the job (a job waiting for resources is not timed out)
-  and is enforced with ``ray.cancel(force=True)`` (the worker process is killed); the job is recorded FAILED
+- ``--timeout`` counts from the moment a worker starts the job (a job waiting for resources, for a Ray worker
+  process to start or for its imports, which a fresh worker pays as the local launcher's forkserver does once,
+  is not timed out): the worker reports it through the progress queue and records it on the
+  job's run (tag ``lit_sb3.attempt_started``), which the driver reads when the queue is down or late; it is
+  enforced with ``ray.cancel(force=True)`` (the worker process is killed); the job is recorded FAILED
   ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
 - progress snapshots travel through a :class:`ray.util.queue.Queue` (an actor holding no CPU);
 - workers need no shared disk: they log metrics and upload artifacts through the tracking URI (an ``http://``
@@ -54,8 +57,12 @@ __all__ = [
 ]
 
 ATTEMPT_TAG = "lit_sb3.attempt"
+#: the wall-clock time (``time.time()``) at which a worker started the attempt: a job's timeout counts from it
+STARTED_TAG = "lit_sb3.attempt_started"
 DEFAULT_MAX_RETRIES = 3
 _WAIT_S = 0.5
+#: seconds between two looks at the runs of jobs whose start the progress queue did not report
+_START_POLL_S = 2.0
 
 
 def import_ray() -> Any:
@@ -142,11 +149,12 @@ def claim_run(spec: JobSpec, target: TrackingTarget, run_id: str) -> str:
     """
     from lit_sb3.zoo.tracking import connect, run_environment_tags
 
+    started = f"{time.time():.3f}"  # the job's start, for its timeout (before the tracking calls below)
     store = connect(target)
     run = store.get_run(run_id)
     me = f"{socket.gethostname()}:{os.getpid()}"
     if ATTEMPT_TAG not in run.data.tags and run.info.status == "RUNNING":
-        store.set_tags(run_id, {ATTEMPT_TAG: f"1 {me}"})
+        store.set_tags(run_id, {ATTEMPT_TAG: f"1 {me}", STARTED_TAG: started})
         return run_id
     parent_id = run.data.tags.get("mlflow.parentRunId")
     attempt = 1
@@ -155,7 +163,9 @@ def claim_run(spec: JobSpec, target: TrackingTarget, run_id: str) -> str:
             attempt = max(attempt, int(old.data.tags.get(ATTEMPT_TAG, "1").split()[0]))
         if old.info.status == "RUNNING":
             store.fail_run(old.info.run_id, "killed: its Ray worker was lost; Ray retried the job", "KILLED")
-    return store.create_job_run(spec, parent_id, run_environment_tags(), tags={ATTEMPT_TAG: f"{attempt + 1} {me}"})
+    return store.create_job_run(
+        spec, parent_id, run_environment_tags(), tags={ATTEMPT_TAG: f"{attempt + 1} {me}", STARTED_TAG: started}
+    )
 
 
 def ray_jobs(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], queue: Any) -> list[dict[str, Any]]:
@@ -168,6 +178,7 @@ def ray_jobs(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], 
         run_ids: their runs created by the launcher.
         queue: the progress queue (None: no progress).
     """
+    import lit_sb3.zoo.launchers.preload  # noqa: F401 - the worker's start-up (imports), before the job's start
     from lit_sb3.zoo.runner import run_jobs
 
     specs = [JobSpec.from_json(text) for text in spec_jsons]
@@ -192,6 +203,7 @@ class _InFlight:
     submitted: float
     started: float | None = None
     cancelled: str | None = None
+    start_checked: float = 0.0
 
     @property
     def key(self) -> str:
@@ -339,11 +351,31 @@ class RayLauncher(Launcher):
             if job.ref in done:
                 yield from self._finish(job)
             elif self.timeout is not None and job.cancelled is None:
-                since = job.started if job.started is not None or self._queue_ok else job.submitted
+                if job.started is None and (not self._queue_ok or time.monotonic() - job.submitted > self.timeout):
+                    job.started = self._recorded_start(job)  # the progress queue is down or late: ask the run
+                since = job.started  # never the submission: Ray worker start-up and queueing are not the job's
                 if since is not None and time.monotonic() - since > self.timeout:
                     job.cancelled = f"timeout after {self.timeout:g} s"
                     with contextlib.suppress(Exception):
                         ray.cancel(job.ref, force=True)
+
+    def _recorded_start(self, job: _InFlight) -> float | None:
+        """When the job's worker started it (``STARTED_TAG`` on its latest attempt's run), on this process's
+        monotonic clock; None while no worker has started it. Looked up at most every ``_START_POLL_S``."""
+        now = time.monotonic()
+        if self._target is None or self._target.experiment_id is None or now - job.start_checked < _START_POLL_S:
+            return None
+        job.start_checked = now
+        with contextlib.suppress(Exception):  # best effort: the next round looks again
+            from lit_sb3.zoo.tracking import connect
+
+            store = connect(self._target)
+            run = store.get_run(job.run_ids[0])
+            runs = store.job_attempts(job.specs[0].job_id, run.data.tags.get("mlflow.parentRunId")) or [run]
+            stamps = [float(r.data.tags[STARTED_TAG]) for r in runs if STARTED_TAG in r.data.tags]
+            if stamps:
+                return now - max(0.0, time.time() - max(stamps))
+        return None
 
     def _finish(self, job: _InFlight) -> Iterator[JobDone]:
         import ray

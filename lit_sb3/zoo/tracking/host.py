@@ -10,7 +10,15 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["fail_fast", "pid_alive", "process_alive", "process_tag", "run_environment_tags", "sqlite_path"]
+__all__ = [
+    "fail_fast",
+    "pid_alive",
+    "probe_database",
+    "process_alive",
+    "process_tag",
+    "run_environment_tags",
+    "sqlite_path",
+]
 
 
 @contextlib.contextmanager
@@ -43,6 +51,60 @@ def sqlite_path(uri: str) -> Path | None:
     if not uri.startswith("sqlite:///"):
         return None
     return Path(uri[len("sqlite:///") :].split("?")[0])
+
+
+def probe_database(uri: str, *, create: bool, timeout_s: float = 3.0) -> str | None:
+    """Why a database tracking URI cannot be used (one line), found in seconds; None when it can, or when the
+    URI is not a database (http servers are probed by MLflow's own fail-fast request).
+
+    MLflow retries opening a database with back-off for about two minutes, logging each failure; this answers
+    first: a sqlite file must be a readable database (or, when ``create``, its folder writable), a
+    ``postgresql://``/``mysql://`` host must accept a TCP connection within ``timeout_s``.
+
+    Args:
+        uri: tracking URI (normalised).
+        create: whether a missing sqlite file will be created.
+        timeout_s: seconds for each attempt.
+    """
+    import sqlite3
+    import tempfile
+    from urllib.parse import quote, urlsplit
+
+    path = sqlite_path(uri)
+    if path is not None:
+        if path.exists():
+            if not path.is_file():
+                return f"{str(path)!r} is not a file"
+            try:
+                con = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True, timeout=timeout_s)
+                try:
+                    con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                finally:
+                    con.close()
+            except sqlite3.Error as exc:
+                return f"{str(path)!r} is not a readable sqlite database ({' '.join(str(exc).split())})"
+        elif create:
+            try:
+                tempfile.TemporaryFile(dir=path.parent).close()
+            except OSError as exc:
+                return f"cannot create {str(path)!r}: {exc.strerror or exc}"
+        return None
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+    ports = {"postgresql": 5432, "postgres": 5432, "mysql": 3306, "mssql": 1433}
+    if scheme not in ports:
+        return None
+    try:
+        parts = urlsplit(uri)
+        host, port = parts.hostname or "localhost", parts.port or ports[scheme]
+    except ValueError as exc:
+        return f"malformed URI ({exc})"
+    if host.startswith("/"):
+        return None  # a unix socket: nothing to probe here
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return None
+    except OSError as exc:
+        return f"no database answers at {host}:{port} within {timeout_s:g} s ({exc.strerror or exc})"
 
 
 def _git_commit() -> str:

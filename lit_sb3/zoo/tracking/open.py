@@ -7,7 +7,7 @@ import logging
 import os
 
 from lit_sb3.zoo.errors import BenchError
-from lit_sb3.zoo.tracking.host import fail_fast, sqlite_path
+from lit_sb3.zoo.tracking.host import fail_fast, probe_database, sqlite_path
 from lit_sb3.zoo.tracking.names import default_artifact_location, normalize_uri
 from lit_sb3.zoo.tracking.store import Tracking, TrackingTarget, first_line
 
@@ -55,6 +55,8 @@ def open_reader(uri: str) -> Tracking:
     path = sqlite_path(uri)
     if path is not None and not path.is_file():
         raise BenchError(f"cannot read tracking URI {uri!r}: no database file {str(path)!r}")
+    if (why := probe_database(uri, create=False)) is not None:  # seconds, where MLflow retries for minutes
+        raise BenchError(f"cannot read tracking URI {uri!r}: {why}")
     client = MlflowClient(tracking_uri=uri)
     try:
         with fail_fast():
@@ -97,6 +99,8 @@ def open_tracking(uri: str, experiment: str, *, artifact_location: str | None = 
                 f"tracking URI {uri!r} is a file store, which MLflow 3 refuses; use sqlite:///mlflow.db (default) "
                 "or an http:// server"
             )
+    if (why := probe_database(norm, create=create)) is not None:  # seconds, where MLflow retries for minutes
+        raise BenchError(f"cannot reach tracking URI {uri!r}: {why}")
     from mlflow import MlflowClient
 
     try:

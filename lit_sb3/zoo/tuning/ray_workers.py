@@ -5,13 +5,16 @@ worker or node, ``retry_exceptions=False``) that runs trials of the study until 
 (COMPLETE + PRUNED) trials. On a cluster the storage must be an RDB every node reaches (PostgreSQL); it is
 opened with Optuna's heartbeat::
 
-    RDBStorage(url, heartbeat_interval=h, grace_period=3 h,
+    RDBStorage(url, heartbeat_interval=h, grace_period=max(3 h, 60 s),
                heartbeat_stale_trial_callback=RetryFailedTrialCallback(max_retry=--trial-retries))
 
 (``failed_trial_callback`` before Optuna 4.9)
 so the trial of a worker that died stops beating, is marked FAIL by the next worker that looks
 (``optuna.storages.fail_stale_trials``) and re-enqueued with the same parameters (a new trial number: numbers
-never repeat); its MLflow runs are marked KILLED (tag ``lit_sb3.trial_state=lost``).
+never repeat); its MLflow runs are marked KILLED (tag ``lit_sb3.trial_state=lost``). A trial records the process
+that runs it (``lit_sb3.process``): a worker on the same host fails a trial whose process is gone at once
+(:func:`fail_dead_trials`), so the grace period can be long enough (60 s at least) that a live trial on a loaded
+machine, late with a few beats, is never failed under its worker (whose ``tell`` Optuna would then refuse).
 
 A worker starts a new trial only while finished + running + waiting trials are fewer than ``n_trials`` (so the
 study does not run over, except when two workers decide in the same instant), runs a waiting (retried) trial
@@ -31,11 +34,26 @@ from typing import Any
 from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.tuning.objective import TuneSettings
 
-__all__ = ["open_heartbeat_storage", "ray_tune_worker", "run_ray_workers", "check_ray_tuning", "LostTrialCallback"]
+__all__ = [
+    "LostTrialCallback",
+    "TrialSlotLock",
+    "check_ray_tuning",
+    "fail_dead_trials",
+    "grace_period",
+    "open_heartbeat_storage",
+    "ray_tune_worker",
+    "run_ray_workers",
+]
 
 DEFAULT_HEARTBEAT_S = 30
 DEFAULT_TRIAL_RETRIES = 2
 DEFAULT_MAX_RETRIES = 3
+#: the least seconds without a heartbeat before Optuna fails a trial as lost: a live trial on a loaded machine
+#: can miss a few beats, and failing it while it runs kills the worker that runs it (its tell is refused)
+MIN_GRACE_S = 60
+#: trial user attribute: ``host:pid:start`` of the process running the trial (lost trials on this host are found
+#: at once, whatever the grace period)
+PROCESS_ATTR = "lit_sb3.process"
 
 
 class LostTrialCallback:
@@ -75,6 +93,115 @@ class LostTrialCallback:
         self.retry(study, trial)
 
 
+def grace_period(heartbeat_interval: int) -> int:
+    """Seconds without a heartbeat after which a trial counts as lost: 3 beats, at least :data:`MIN_GRACE_S`.
+
+    Args:
+        heartbeat_interval: seconds between heartbeats.
+    """
+    return max(3 * heartbeat_interval, MIN_GRACE_S)
+
+
+def fail_dead_trials(study: Any, callback: Any) -> list[int]:
+    """Fail at once the RUNNING trials whose process (:data:`PROCESS_ATTR`) ran on this host and is gone, and
+    hand each to ``callback`` (as Optuna's stale-trial callback); trials of other hosts wait for the heartbeat.
+
+    Args:
+        study: the study.
+        callback: ``callback(study, frozen_trial)`` for each trial failed here.
+
+    Returns:
+        The numbers of the trials failed here.
+    """
+    import socket
+
+    from optuna.trial import TrialState
+
+    from lit_sb3.zoo.tracking import process_tag
+    from lit_sb3.zoo.tracking.host import process_alive
+
+    failed, me = [], process_tag()
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        tag = trial.user_attrs.get(PROCESS_ATTR)
+        if not tag or tag == me or tag.partition(":")[0] != socket.gethostname() or process_alive(tag):
+            continue
+        try:
+            study.tell(trial.number, state=TrialState.FAIL)
+        except (ValueError, RuntimeError):  # another worker failed it first
+            continue
+        failed.append(trial.number)
+        callback(study, next(t for t in study.get_trials(deepcopy=True) if t.number == trial.number))
+    return failed
+
+
+class TrialSlotLock:
+    """A lock shared by every worker of one study, held from "how many trials are left?" until the trial this
+    worker then starts exists (RUNNING, so the others count it): two workers can no longer both take the last
+    slot and run the study over. PostgreSQL: an advisory lock (``pg_advisory_lock``); MySQL: ``GET_LOCK``;
+    a journal file or a sqlite file (one machine): ``flock`` on ``<storage file>.lock``.
+
+    Args:
+        spec: the storage spec.
+        study_name: the study name (the lock's key).
+    """
+
+    def __init__(self, spec: str, study_name: str) -> None:
+        import hashlib
+
+        from lit_sb3.zoo.tuning.study import is_journal
+
+        self.spec, self.name = spec, f"lit_sb3-tune-{study_name}"
+        self.key = int.from_bytes(hashlib.sha256(self.name.encode()).digest()[:8], "big") & (2**63 - 1)
+        self._engine: Any = None
+        self._held: Any = None
+        if is_journal(spec) or spec.startswith("sqlite:///"):
+            self.path: str | None = (spec if is_journal(spec) else spec[len("sqlite:///") :].split("?")[0]) + ".lock"
+        else:
+            self.path = None
+            if spec.startswith(("postgresql", "postgres", "mysql")):
+                import sqlalchemy
+                from sqlalchemy.pool import NullPool
+
+                self._engine = sqlalchemy.create_engine(spec, poolclass=NullPool)
+
+    def acquire(self) -> None:
+        """Block until this worker holds the lock."""
+        if self.path is not None:
+            import fcntl
+
+            handle = open(self.path, "a")  # noqa: SIM115 - held until release()
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            self._held = handle
+        elif self._engine is not None:
+            import sqlalchemy
+
+            conn = self._engine.connect()
+            if self._engine.dialect.name == "mysql":
+                conn.execute(sqlalchemy.text("SELECT GET_LOCK(:n, -1)"), {"n": self.name})
+            else:
+                conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
+            self._held = conn
+
+    def release(self) -> None:
+        """Let the next worker in (idempotent)."""
+        held, self._held = self._held, None
+        if held is None:
+            return
+        with contextlib.suppress(Exception):
+            if self.path is not None:
+                import fcntl
+
+                fcntl.flock(held, fcntl.LOCK_UN)
+            else:
+                import sqlalchemy
+
+                if self._engine.dialect.name == "mysql":
+                    held.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
+                else:
+                    held.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
+        held.close()
+
+
 def open_heartbeat_storage(spec: str, tracking_uri: str, heartbeat_interval: int, trial_retries: int) -> Any:
     """The study's storage: an RDB URL with heartbeat and retry of lost trials; a journal file as it is.
 
@@ -101,7 +228,7 @@ def open_heartbeat_storage(spec: str, tracking_uri: str, heartbeat_interval: int
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             return optuna.storages.RDBStorage(
                 spec, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                grace_period=3 * heartbeat_interval, **{key: LostTrialCallback(tracking_uri, trial_retries)},
+                grace_period=grace_period(heartbeat_interval), **{key: LostTrialCallback(tracking_uri, trial_retries)},
             )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - the URL is the user's
         text = " ".join(str(exc).split())[:300]
@@ -121,7 +248,7 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
     import optuna
     from optuna.trial import TrialState
 
-    from lit_sb3.zoo.tracking import quiet_mlflow
+    from lit_sb3.zoo.tracking import process_tag, quiet_mlflow
     from lit_sb3.zoo.tuning.objective import Objective, TrialFailed
     from lit_sb3.zoo.tuning.study import _print_trial, load_or_create_study
 
@@ -130,22 +257,45 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
     storage = open_heartbeat_storage(settings.storage, settings.tracking.uri, heartbeat_interval, trial_retries)
     study = load_or_create_study(settings, storage=storage, worker=worker)
     objective = Objective(settings)
+    lost = LostTrialCallback(settings.tracking.uri, trial_retries)
+    me = process_tag()
+    slot = TrialSlotLock(settings.storage, settings.study_name)
+
+    def run_trial(trial: Any) -> float:
+        slot.release()  # the trial exists (RUNNING): the others count it from now on
+        trial.set_user_attr(PROCESS_ATTR, me)  # lets a worker on this host see at once that it is gone
+        return objective(trial)
+
     deadline = time.monotonic() + settings.timeout if settings.timeout else None
     poll_s = float(min(5, max(1, heartbeat_interval)))
     failed_in_a_row, cap = 0, max(3, settings.n_trials)
     while deadline is None or time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            optuna.storages.fail_stale_trials(study)
-        trials = study.get_trials(deepcopy=False)
-        count = {s: sum(t.state == s for t in trials) for s in TrialState}
-        finished = count[TrialState.COMPLETE] + count[TrialState.PRUNED]
-        if finished >= settings.n_trials:
-            break
-        if count[TrialState.WAITING] == 0 and finished + count[TrialState.RUNNING] >= settings.n_trials:
-            time.sleep(poll_s)  # the others' trials cover the rest: wait until they end or go stale
-            continue
-        before = {t.number for t in trials}
-        study.optimize(objective, n_trials=1, catch=(TrialFailed,), callbacks=[_print_trial], gc_after_trial=True)
+        before: set[int] = set()
+        slot.acquire()  # released once this worker's next trial exists, or below
+        try:
+            with contextlib.suppress(Exception):
+                fail_dead_trials(study, lost)
+                optuna.storages.fail_stale_trials(study)
+            trials = study.get_trials(deepcopy=False)
+            count = {s: sum(t.state == s for t in trials) for s in TrialState}
+            finished = count[TrialState.COMPLETE] + count[TrialState.PRUNED]
+            if finished >= settings.n_trials:
+                break
+            if count[TrialState.WAITING] == 0 and finished + count[TrialState.RUNNING] >= settings.n_trials:
+                slot.release()
+                time.sleep(poll_s)  # the others' trials cover the rest: wait until they end or go stale
+                continue
+            before = {t.number for t in trials}
+            study.optimize(run_trial, n_trials=1, catch=(TrialFailed,), callbacks=[_print_trial], gc_after_trial=True)
+        except (ValueError, AssertionError):  # Optuna refused to tell a trial another worker had failed as lost
+            taken = [t for t in study.get_trials(deepcopy=False) if t.number not in before and t.state.is_finished()]
+            if not taken:
+                raise
+            logging.getLogger(__name__).warning(
+                "worker %d: trial %d was failed as lost while it ran; its retry runs it again", worker, taken[0].number
+            )
+        finally:
+            slot.release()
         mine = [t for t in study.get_trials(deepcopy=False) if t.number not in before and t.state.is_finished()]
         failed_in_a_row = failed_in_a_row + 1 if any(t.state == TrialState.FAIL for t in mine) else 0
         if failed_in_a_row >= cap:

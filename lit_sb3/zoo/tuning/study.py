@@ -86,8 +86,11 @@ def open_storage(spec: str) -> Any:
         from optuna.storages.journal import JournalFileBackend, JournalStorage
 
         path = Path(spec)
+        if not path.parent.is_dir() and path.parent != Path(DEFAULT_STORAGE_DIR).resolve():
+            # only the default folder (./optuna) is made; a missing folder the user named is a typo
+            raise BenchError(f"cannot open journal storage {spec!r}: folder {str(path.parent)!r} does not exist")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(exist_ok=True)
             return JournalStorage(JournalFileBackend(str(path)))
         except OSError as exc:
             raise BenchError(f"cannot open journal storage {spec!r}: {exc.strerror or exc}") from exc
