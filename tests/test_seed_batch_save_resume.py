@@ -188,6 +188,10 @@ RESUME = {
     "td3": (TD3, "Pendulum-v1", dict(OFF, train_freq=2), 120, 55, {}),
     "ppo": (PPO, "CartPole-v1", dict(ON, batch_size=8, n_epochs=2, target_kl=0.01), 128, 40, {}),
     "a2c": (A2C, "CartPole-v1", ON, 96, 40, {}),
+    "tqc": (TQC, "Pendulum-v1", dict(ALGOS["tqc"][2], train_freq=3), 100, 44, {}),
+    "qrdqn": (QRDQN, "CartPole-v1", dict(ALGOS["qrdqn"][2], train_freq=3), 100, 44, {}),
+    "trpo": (TRPO, "Pendulum-v1", ALGOS["trpo"][2], 96, 40, {}),
+    "maskable_ppo": (MaskablePPO, "InvalidActionDiscrete-v0", ALGOS["maskable_ppo"][2], 96, 40, {}),
 }  # fmt: skip
 
 
@@ -234,7 +238,7 @@ def test_batch_resumed_mid_cycle_equals_the_uninterrupted_batch(case, tmp_path):
     _fit(observed, _envs(case), budget, tmp_path / "observed", callbacks=[checkpointing])
     _assert_same_batch(straight, observed, straight_snapshot, _snapshot(observed))  # checkpoints change nothing
     first = checkpointing.saved[0]
-    if issubclass(cls, (SAC, TD3, DQN)):
+    if issubclass(cls, (SAC, TD3, TQC, DQN, QRDQN)):
         assert int(first.stem.split("=")[1]) == every  # exactly there, inside a cycle
 
     resumed = SeedBatch(cls, seeds=SEEDS, **kwargs)
@@ -253,3 +257,64 @@ def test_checkpoint_of_other_seeds_is_refused(tmp_path):
     envs = [_env("Pendulum-v1", s) for s in other.seeds]
     with pytest.raises(ValueError, match=r"holds the seeds \[3, 5, 7\], this SAC trains \[3, 5, 8\]"):
         _fit(other, envs, 60, tmp_path, ckpt_path=str(checkpointing.saved[0]))
+
+
+def test_eval_callback_evaluates_each_seed_as_its_separate_run(tmp_path):
+    """``EvalCallback([eval_env_0, ..., eval_env_{K-1}])`` on a batch evaluates seed i's member on its own eval env:
+    seed i's logger gets ``eval/mean_reward`` at the same env steps and with the value its separate run's
+    ``EvalCallback`` logs (1e-3 relative: the batch's baddbmm moves the actions by ~1e-6), and each seed keeps its
+    own evaluations file and best model."""
+    import csv
+
+    from lightning.pytorch.loggers import CSVLogger
+
+    from lit_sb3 import SeedRoutingLogger
+    from lit_sb3.callbacks import EvalCallback
+
+    seeds, kwargs, steps = [3, 5], dict(OFF, learning_starts=30), 80
+
+    def evaluator(seed_list: list[int]) -> EvalCallback:
+        envs = [_env("Pendulum-v1", s + 100) for s in seed_list]
+        return EvalCallback(envs if len(envs) > 1 else envs[0], n_eval_episodes=1, eval_freq=40,
+                            log_path=str(tmp_path / "evals"), best_model_save_path=str(tmp_path / "best"))  # fmt: skip
+
+    batch = SeedBatch(SAC, seeds=seeds, **kwargs)
+    loggers = [CSVLogger(tmp_path, name=f"seed{s}", version=0) for s in seeds]
+    callback = evaluator(seeds)
+    trainer = RLTrainer(max_steps=steps, logger=SeedRoutingLogger(loggers), enable_progress_bar=False,
+                        enable_checkpointing=False, rl_callback=callback)  # fmt: skip
+    trainer.fit(batch, datamodule=RLEnvDataModule(train_env=[_env("Pendulum-v1", s) for s in seeds]))
+    assert len(callback.best_mean_rewards) == 2 and callback.last_mean_reward == np.mean(callback.last_mean_rewards)
+    for i, seed in enumerate(seeds):
+        single = SAC("MlpPolicy", seed=seed, **kwargs)
+        single_callback = evaluator([seed])
+        RLTrainer(max_steps=steps, logger=False, enable_progress_bar=False, enable_checkpointing=False,
+                  rl_callback=single_callback).fit(single, datamodule=RLEnvDataModule(train_env=_env("Pendulum-v1", seed)))  # fmt: skip
+        rows = [r for r in csv.DictReader(open(f"{loggers[i].log_dir}/metrics.csv")) if r.get("eval/mean_reward")]
+        assert [int(r["step"]) for r in rows] == [40, 80]
+        got = [float(r["eval/mean_reward"]) for r in rows]
+        expected = np.load(tmp_path / "evals" / "evaluations.npz")["results"][:, 0]  # the separate run's file
+        np.testing.assert_allclose(got, expected, rtol=1e-3)
+        assert callback.last_mean_rewards[i] == pytest.approx(single_callback.last_mean_reward, rel=1e-3)
+        seed_file = np.load(tmp_path / "evals" / f"evaluations_seed{i}.npz")
+        assert seed_file["timesteps"].tolist() == [40, 80] and seed_file["results"].shape == (2, 1)
+        assert SAC.load(tmp_path / "best" / f"best_model_seed{i}.zip").seed == seed
+
+
+def test_eval_callback_on_a_batch_needs_one_env_per_seed(tmp_path):
+    from lit_sb3.callbacks import EvalCallback
+
+    batch = SeedBatch(SAC, seeds=SEEDS, **OFF)
+    callback = EvalCallback(_env("Pendulum-v1", 0), eval_freq=10)
+    trainer = RLTrainer(max_steps=20, logger=False, enable_progress_bar=False, enable_checkpointing=False,
+                        rl_callback=callback)  # fmt: skip
+    with pytest.raises(ValueError, match=r"SAC of 3 seed\(s\) needs one eval env per seed .* got 1\."):
+        trainer.fit(batch, datamodule=RLEnvDataModule(train_env=[_env("Pendulum-v1", s) for s in SEEDS]))
+    from lit_sb3.callbacks import StopTrainingOnRewardThreshold
+
+    callback = EvalCallback([_env("Pendulum-v1", s) for s in SEEDS], eval_freq=10,
+                            callback_on_new_best=StopTrainingOnRewardThreshold(-100.0))  # fmt: skip
+    trainer = RLTrainer(max_steps=20, logger=False, enable_progress_bar=False, enable_checkpointing=False,
+                        rl_callback=callback)  # fmt: skip
+    with pytest.raises(ValueError, match="not supported with K > 1 seeds; read best_mean_rewards"):
+        trainer.fit(batch, datamodule=RLEnvDataModule(train_env=[_env("Pendulum-v1", s) for s in SEEDS]))

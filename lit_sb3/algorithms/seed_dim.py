@@ -18,7 +18,11 @@ What it offers (read this to give an algorithm family batching; the off-policy f
     :class:`~lit_sb3.loggers.SeedRoutingLogger`), random streams (:attr:`seed_generators`: seed i's
     ``torch.Generator`` starts from the global torch state its separate run has after building its networks),
     failure masking (:meth:`fail_seed`: a non-finite loss noted by :meth:`_check_finite`, env data, actions);
-  - :meth:`member` writes seed i's stacked weights, optimiser state and counters into member i and returns it.
+  - :meth:`member` writes seed i's stacked weights, optimiser state and counters into member i and returns it;
+  - archives and checkpoints: ``save`` writes the stacked tensors plus the seeds and their counters
+    (:meth:`_seed_save_data`), ``load`` rebuilds the K seeds (:meth:`_restore_seeds`); a Lightning checkpoint adds
+    each seed's random streams, envs, episode state and failures (:meth:`on_save_checkpoint`), restored exactly when
+    the resumed fit starts (:meth:`_apply_pending_rl_state`).
 
   A family adds its collection loop for K envs and its storage with a leading K (see ``off_policy.py``); an
   algorithm writes its update once with per-seed reductions (:mod:`lit_sb3.policies.seed_stack`).
