@@ -139,6 +139,7 @@ def test_single_archive_is_unchanged_and_bad_seed_data_is_one_line(tmp_path):
     for bad, message in (
         (dict(seeds=[3, 3, 7]), "bad seeds in data.json: seeds must be distinct"),
         (dict(seeds=[4, 5, 7]), "do not match the stored seed"),
+        (dict(seeds=list(range(3, 2000))), "seeds must be a list of 2 to 1024 integers"),
         (dict(seed_state={"episode_nums": [0], "failed": {}}), "does not hold 3 seeds"),
     ):
         members["data.json"] = json.dumps({**data, **bad}).encode()

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SeedDimensionMixin"]
 
+# the most seeds an archive may declare (each is a model built before the archive's tensors are checked)
+MAX_ARCHIVE_SEEDS = 1024
+
 
 class _SeedState:
     """Everything a K-seed model keeps per seed (held as ``model._seed_state``; None at K = 1)."""
@@ -564,6 +567,8 @@ class SeedDimensionMixin:
         if "seeds" not in data:
             return
         try:
+            if not isinstance(data["seeds"], list) or len(data["seeds"]) > MAX_ARCHIVE_SEEDS:
+                raise ValueError(f"seeds must be a list of 2 to {MAX_ARCHIVE_SEEDS} integers")
             seeds = check_seeds(data["seeds"])
             if len(seeds) < 2 or seeds[0] != params.get("seed"):
                 raise ValueError(f"seeds {seeds} do not match the stored seed {params.get('seed')!r}")
