@@ -18,7 +18,7 @@ from lit_sb3.algorithms.ppo_mask import MaskablePPO
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.callbacks import EnvStepCheckpoint
 from lit_sb3.utils.serialization import BadFileError
-from lit_sb3.vec_env import make_vec_env
+from lit_sb3.vec_env import VecNormalize, make_vec_env
 
 th.set_num_threads(1)
 
@@ -172,7 +172,8 @@ def _envs(case: str) -> list:
         wrapper = {}
         if extra.get("nan_seed") == i:
             wrapper = dict(wrapper_class=_NanRewardAfter, wrapper_kwargs=dict(after=extra["nan_after"]))
-        envs.append(_env(env_id, seed, env_kwargs=env_kwargs, **wrapper))
+        env = _env(env_id, seed, env_kwargs=env_kwargs, **wrapper)
+        envs.append(VecNormalize(env) if extra.get("normalize") else env)
     return envs
 
 
@@ -187,6 +188,8 @@ RESUME = {
     "dqn-failed-seed": (DQN, "CartPole-v1", dict(DQN_KW, train_freq=2, gradient_steps=1), 200, 93,
                         dict(nan_seed=1, nan_after=50)),
     "td3": (TD3, "Pendulum-v1", dict(OFF, train_freq=2), 120, 55, {}),
+    # each seed's VecNormalize statistics (and the normalised observations stored per seed)
+    "sac-vecnormalize": (SAC, "Pendulum-v1", dict(OFF, train_freq=2), 120, 55, dict(normalize=True)),
     "ppo": (PPO, "CartPole-v1", dict(ON, batch_size=8, n_epochs=2, target_kl=0.01), 128, 40, {}),
     "a2c": (A2C, "CartPole-v1", ON, 96, 40, {}),
     "tqc": (TQC, "Pendulum-v1", dict(ALGOS["tqc"][2], train_freq=3), 100, 44, {}),
@@ -225,6 +228,10 @@ def _assert_same_batch(expected, got, expected_snapshot: dict, got_snapshot: dic
         assert np.array_equal(a, b)
     assert got_snapshot["episode_nums"] == expected_snapshot["episode_nums"]
     assert got_snapshot["failed"] == expected_snapshot["failed"]
+    for vn_a, vn_b in zip(expected._seed_state.normalizers, got._seed_state.normalizers, strict=True):
+        if vn_a is not None:
+            assert np.array_equal(vn_a.obs_rms.mean, vn_b.obs_rms.mean) and vn_a.obs_rms.count == vn_b.obs_rms.count
+            assert np.array_equal(vn_a.ret_rms.var, vn_b.ret_rms.var)
 
 
 @pytest.mark.parametrize("case", list(RESUME))
