@@ -120,6 +120,8 @@ def test_loaded_batch_takes_one_env_per_seed_and_trains_on(tmp_path):
     assert loaded.num_timesteps == 80
     _assert_tensors_equal(frozen, loaded.member(1).policy.state_dict())  # the failed seed stays as it was saved
     assert not th.equal(batch.member(0).actor.mu.weight, loaded.member(0).actor.mu.weight)
+    with pytest.raises(ValueError, match=r"the env of seed index 0 has the spaces Box.*, the model Box"):
+        SAC.load(tmp_path / "batch", env=[_env("MountainCarContinuous-v0", s) for s in SEEDS])
 
 
 def test_single_archive_is_unchanged_and_bad_seed_data_is_one_line(tmp_path):
@@ -140,6 +142,7 @@ def test_single_archive_is_unchanged_and_bad_seed_data_is_one_line(tmp_path):
         (dict(seeds=[3, 3, 7]), "bad seeds in data.json: seeds must be distinct"),
         (dict(seeds=[4, 5, 7]), "do not match the stored seed"),
         (dict(seeds=list(range(3, 2000))), "seeds must be a list of 2 to 1024 integers"),
+        (dict(_n_updates=[1, 2]), "_n_updates holds 2 counts for 3 seed"),
         (dict(seed_state={"episode_nums": [0], "failed": {}}), "does not hold 3 seeds"),
     ):
         members["data.json"] = json.dumps({**data, **bad}).encode()

@@ -1193,6 +1193,8 @@ class BaseAlgorithm(L.LightningModule):
             model._total_timesteps = int(data.get("_total_timesteps", 0))
             model._episode_num = int(data.get("_episode_num", 0))
             n_updates = data.get("_n_updates", 0)
+            if isinstance(n_updates, list) and len(n_updates) != model.n_seeds:
+                raise ValueError(f"_n_updates holds {len(n_updates)} counts for {model.n_seeds} seed(s)")
             model._n_updates = np.asarray(n_updates, dtype=np.int64) if isinstance(n_updates, list) else int(n_updates)
             model._current_progress_remaining = float(data.get("_current_progress_remaining", 1.0))
             model._load_extra_save_data(data)

@@ -174,6 +174,14 @@ class SeedDimensionMixin:
         state = self._seed_state
         if state is None:
             return super().set_env(env, force_reset)  # type: ignore[misc]
+        if state.built:  # the networks exist (trained or loaded): the new envs must have their spaces
+            for i, seed_env in enumerate(env if isinstance(env, (list, tuple)) else []):
+                spaces = (getattr(seed_env, "observation_space", None), getattr(seed_env, "action_space", None))
+                if spaces[0] is not None and spaces != (self.observation_space, self.action_space):  # type: ignore[attr-defined]
+                    raise ValueError(
+                        f"the env of seed index {i} has the spaces {spaces[0]} / {spaces[1]}, the model "
+                        f"{self.observation_space} / {self.action_space}."  # type: ignore[attr-defined]
+                    )
         self._init_env_metadata(env)
         if not state.built:
             self._setup_model()  # type: ignore[attr-defined]
