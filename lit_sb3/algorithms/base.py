@@ -866,7 +866,7 @@ class BaseAlgorithm(L.LightningModule):
         run_name = type(self).default_run_name if tb_log_name is None else tb_log_name
         _check_run_name(run_name)
         if env is None:
-            env = self.env
+            env = self.env if self.n_seeds == 1 else (list(self.envs) or None)  # type: ignore[attr-defined]
         if env is None:
             raise TypeError(
                 f"learn() needs an env: give it to the constructor ({type(self).__name__}(policy, env)) or to "
@@ -1109,10 +1109,11 @@ class BaseAlgorithm(L.LightningModule):
             "num_timesteps": int(self.num_timesteps),
             "_total_timesteps": int(self._total_timesteps),
             "_episode_num": int(self._episode_num),
-            "_n_updates": int(self._n_updates),
+            "_n_updates": np.asarray(self._n_updates).tolist(),  # a list per seed when seeds update on their own
             "_current_progress_remaining": float(self._current_progress_remaining),
         }
         data.update(self._extra_save_data())
+        data.update(self._seed_save_data())
         info = get_system_info()
         tensors = {
             "model": {k: v.detach().cpu() for k, v in self.state_dict().items()},
@@ -1126,6 +1127,17 @@ class BaseAlgorithm(L.LightningModule):
 
     def _load_extra_save_data(self, data: dict[str, Any]) -> None:
         """Hook: restore :meth:`_extra_save_data`."""
+
+    def _seed_save_data(self) -> dict[str, Any]:
+        """Hook: the seeds of a K > 1 model (``seed_dim.py``); nothing at K = 1, so single archives are unchanged."""
+        return {}
+
+    def _restore_seeds(self, data: dict[str, Any], params: dict[str, Any], where: str) -> None:
+        """Hook of :meth:`load`, before the networks are built: make this model the archive's K > 1 seeds."""
+        if "seeds" in data:
+            raise BadFileError(
+                f"{where}: a {len(data['seeds'])}-seed archive, and {type(self).__name__} trains one seed."
+            )
 
     @classmethod
     def load(
@@ -1216,10 +1228,12 @@ class BaseAlgorithm(L.LightningModule):
                     f"and stored values: {', '.join(known)}."
                 )
         model = cls(device=device, **params)
+        model._restore_seeds(data, {**params, "device": device}, where)
         model.observation_space = observation_space
         model.action_space = action_space
         model.n_envs = n_envs
-        if env is not None:
+        seed_envs = env if model.n_seeds > 1 else None  # one env per seed, attached once the networks are built
+        if env is not None and seed_envs is None:
             saved_obs, saved_act = model.observation_space, model.action_space
             vec_env = model._wrap_env(env)
             if vec_env.observation_space != saved_obs:
@@ -1239,11 +1253,16 @@ class BaseAlgorithm(L.LightningModule):
             model.num_timesteps = int(data.get("num_timesteps", 0))
             model._total_timesteps = int(data.get("_total_timesteps", 0))
             model._episode_num = int(data.get("_episode_num", 0))
-            model._n_updates = int(data.get("_n_updates", 0))
+            n_updates = data.get("_n_updates", 0)
+            if isinstance(n_updates, list) and len(n_updates) != model.n_seeds:
+                raise ValueError(f"_n_updates holds {len(n_updates)} counts for {model.n_seeds} seed(s)")
+            model._n_updates = np.asarray(n_updates, dtype=np.int64) if isinstance(n_updates, list) else int(n_updates)
             model._current_progress_remaining = float(data.get("_current_progress_remaining", 1.0))
             model._load_extra_save_data(data)
         except (ValueError, TypeError, KeyError) as exc:
             raise BadFileError(f"{where}: bad counters in data.json: {' '.join(str(exc).split())}") from None
+        if seed_envs is not None:
+            model.set_env(seed_envs, force_reset)
         for key, value in late.items():
             setattr(model, key, value)
         if print_system_info:

@@ -1125,7 +1125,9 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             "action_noise": noise_to_dict(self.action_noise) if self.action_noise is not None else None,
             "cycle": [int(self._cycle_open), int(self._cycle_steps), int(self._cycle_episodes)],
         }
-        if self.replay_buffer is not None:
+        if isinstance(self.replay_buffer, SeedReplayBuffer):  # K > 1 seeds: the stacked storage's tensors
+            state["seed_replay_buffer"] = self.replay_buffer.state_dict()
+        elif self.replay_buffer is not None:
             # the buffer's own npz format, kept as bytes in a uint8 tensor (loads with weights_only=True)
             stream = io.BytesIO()
             self.replay_buffer.save(stream)
@@ -1137,6 +1139,9 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self.action_noise = noise_from_dict(state["action_noise"])
         cycle_open, self._cycle_steps, self._cycle_episodes = state.get("cycle", (0, 0, 0))
         self._cycle_open = bool(cycle_open)
+        if state.get("seed_replay_buffer") is not None:
+            assert isinstance(self.replay_buffer, SeedReplayBuffer)
+            self.replay_buffer.load_state_dict(state["seed_replay_buffer"])
         data = state.get("replay_buffer")
         if data is not None:
             assert self.replay_buffer is not None

@@ -18,7 +18,11 @@ What it offers (read this to give an algorithm family batching; the off-policy f
     :class:`~lit_sb3.loggers.SeedRoutingLogger`), random streams (:attr:`seed_generators`: seed i's
     ``torch.Generator`` starts from the global torch state its separate run has after building its networks),
     failure masking (:meth:`fail_seed`: a non-finite loss noted by :meth:`_check_finite`, env data, actions);
-  - :meth:`member` writes seed i's stacked weights, optimiser state and counters into member i and returns it.
+  - :meth:`member` writes seed i's stacked weights, optimiser state and counters into member i and returns it;
+  - archives and checkpoints: ``save`` writes the stacked tensors plus the seeds and their counters
+    (:meth:`_seed_save_data`), ``load`` rebuilds the K seeds (:meth:`_restore_seeds`); a Lightning checkpoint adds
+    each seed's random streams, envs, episode state and failures (:meth:`on_save_checkpoint`), restored exactly when
+    the resumed fit starts (:meth:`_apply_pending_rl_state`).
 
   A family adds its collection loop for K envs and its storage with a leading K (see ``off_policy.py``); an
   algorithm writes its update once with per-seed reductions (:mod:`lit_sb3.policies.seed_stack`).
@@ -47,6 +51,9 @@ if TYPE_CHECKING:
     from lit_sb3.algorithms.base import BaseAlgorithm
 
 __all__ = ["SeedDimensionMixin"]
+
+# the most seeds an archive may declare (each is a model built before the archive's tensors are checked)
+MAX_ARCHIVE_SEEDS = 1024
 
 
 class _SeedState:
@@ -167,6 +174,14 @@ class SeedDimensionMixin:
         state = self._seed_state
         if state is None:
             return super().set_env(env, force_reset)  # type: ignore[misc]
+        if state.built:  # the networks exist (trained or loaded): the new envs must have their spaces
+            for i, seed_env in enumerate(env if isinstance(env, (list, tuple)) else []):
+                spaces = (getattr(seed_env, "observation_space", None), getattr(seed_env, "action_space", None))
+                if spaces[0] is not None and spaces != (self.observation_space, self.action_space):  # type: ignore[attr-defined]
+                    raise ValueError(
+                        f"the env of seed index {i} has the spaces {spaces[0]} / {spaces[1]}, the model "
+                        f"{self.observation_space} / {self.action_space}."  # type: ignore[attr-defined]
+                    )
         self._init_env_metadata(env)
         if not state.built:
             self._setup_model()  # type: ignore[attr-defined]
@@ -187,6 +202,9 @@ class SeedDimensionMixin:
         assert state is not None
         generators = []
         for member in state.members:
+            if getattr(member, "observation_space", None) is None:  # loaded from an archive without envs
+                member.observation_space, member.action_space = self.observation_space, self.action_space  # type: ignore[attr-defined]
+                member.n_envs = self.n_envs  # type: ignore[attr-defined]
             if not member.policy_ready:
                 self._setup_member(member)
             # the global torch state the separate run has now: the start of seed i's own stream
@@ -526,29 +544,146 @@ class SeedDimensionMixin:
         return params
 
     # ------------------------------------------------------------------
-    # What a K-seed model refuses (one line, before any work)
+    # Archives: all K seeds in one (the stacked tensors, the seeds and their counters in data.json)
     # ------------------------------------------------------------------
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self._seed_state is not None:
-            raise NotImplementedError(
-                f"a {type(self).__name__} of {self.n_seeds} seeds is saved per seed: model.member(i).save(path) "  # type: ignore[attr-defined]
-                "(loadable by the single class)."
-            )
-        return super().save(*args, **kwargs)  # type: ignore[misc]
+    def _seed_save_data(self) -> dict[str, Any]:
+        """K > 1: the seeds, each seed's episode count and the failed seeds (the archive's tensors are the stacked
+        networks and optimisers, the counters the lockstep ones; ``_n_updates`` a list when seeds update alone)."""
+        state = self._seed_state
+        if state is None:
+            return super()._seed_save_data()  # type: ignore[misc]
+        return {
+            "seeds": list(self.seeds),  # type: ignore[attr-defined]
+            "seed_state": {
+                "episode_nums": [int(n) for n in state.episode_nums],
+                "failed": {str(i): reason for i, reason in self.failed.items()},  # type: ignore[attr-defined]
+            },
+        }
+
+    def _restore_seeds(self, data: dict[str, Any], params: dict[str, Any], where: str) -> None:
+        """Make this freshly built model the archive's K seeds (before :meth:`load` builds the stacked networks).
+
+        Args:
+            data: the archive's ``data.json``.
+            params: the decoded constructor arguments (``policy``, ``seed``, ``device``, ...).
+            where: the file name, for messages.
+        """
+        from lit_sb3.algorithms.seeds import check_seeds
+        from lit_sb3.utils.serialization import BadFileError
+
+        if "seeds" not in data:
+            return
+        try:
+            if not isinstance(data["seeds"], list) or len(data["seeds"]) > MAX_ARCHIVE_SEEDS:
+                raise ValueError(f"seeds must be a list of 2 to {MAX_ARCHIVE_SEEDS} integers")
+            seeds = check_seeds(data["seeds"])
+            if len(seeds) < 2 or seeds[0] != params.get("seed"):
+                raise ValueError(f"seeds {seeds} do not match the stored seed {params.get('seed')!r}")
+            seed_state = data["seed_state"]
+            episode_nums = [int(n) for n in seed_state["episode_nums"]]
+            failed = {int(i): str(reason) for i, reason in seed_state["failed"].items()}
+            if len(episode_nums) != len(seeds) or any(not 0 <= i < len(seeds) for i in failed):
+                raise ValueError(f"seed_state does not hold {len(seeds)} seeds")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise BadFileError(f"{where}: bad seeds in data.json: {' '.join(str(exc).split())}") from None
+        kwargs = {k: v for k, v in params.items() if k not in ("policy", "seed")}
+        self.set_seeds(seeds, params["policy"], kwargs)
+        assert self._seed_state is not None
+        self._seed_state.episode_nums = episode_nums
+        self.failed = failed
+
+    # ------------------------------------------------------------------
+    # Lightning checkpoints: every seed's state, for an exact resume
+    # ------------------------------------------------------------------
 
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        if self._seed_state is None:
-            return super().on_save_checkpoint(checkpoint)  # type: ignore[misc]
-        checkpoint["lit_sb3_seeds"] = {"num_timesteps": int(self.num_timesteps), "failed": dict(self.failed)}  # type: ignore[attr-defined]
+        """K > 1: the model's checkpoint state (lockstep counters, last observations ``[K, ...]``, global RNGs,
+        the replay storage with its K dimension) plus each seed's own under ``lit_sb3_seeds``."""
+        from lit_sb3.algorithms.base import _to_checkpoint_safe
+        from lit_sb3.core.noise import noise_to_dict
+        from lit_sb3.utils.env_state import capture_vec_env_state
+
+        super().on_save_checkpoint(checkpoint)  # type: ignore[misc]
+        state = self._seed_state
+        if state is None:
+            return
+        members = state.members
+        seeds = {
+            "seeds": list(self.seeds),  # type: ignore[attr-defined]
+            "failed": [[int(i), reason] for i, reason in self.failed.items()],  # type: ignore[attr-defined]
+            "frozen": [[int(i), list(values)] for i, values in state.frozen.items()],
+            "episode_nums": [int(n) for n in state.episode_nums],
+            "ep_info_buffers": [[dict(info) for info in buffer] for buffer in state.ep_info_buffers],
+            "ep_success_buffers": [[bool(x) for x in buffer] for buffer in state.ep_success_buffers],
+            "generators": [g.get_state() for g in state.generators or []],
+            "np_rngs": [_random_state_to_safe(rng.get_state()) for rng in state.np_rngs],
+            "action_spaces": [m.action_space.np_random.bit_generator.state for m in members],
+            "action_noise": [
+                noise_to_dict(noise) if noise is not None else None
+                for noise in (getattr(m, "action_noise", None) for m in members)
+            ],
+            "vec_normalize": [vn.state_dict() if vn is not None else None for vn in state.normalizers],
+            "env_state": [capture_vec_env_state(env) for env in state.envs],
+            "seed_cycles": getattr(self, "_seed_cycles", None),
+        }
+        checkpoint["lit_sb3_seeds"] = _to_checkpoint_safe(seeds)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        if self._seed_state is not None:
-            raise NotImplementedError(
-                f"resuming a {type(self).__name__} of {self.n_seeds} seeds from a Lightning checkpoint is not "  # type: ignore[attr-defined]
-                "supported yet: rerun the unfinished seeds (member(i).save gives each seed's model)."
+        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]
+        if self._seed_state is None:
+            return
+        saved = checkpoint.get("lit_sb3_seeds")
+        if not isinstance(saved, dict) or list(saved.get("seeds", ())) != list(self.seeds):  # type: ignore[attr-defined]
+            got = None if not isinstance(saved, dict) else saved.get("seeds")
+            raise ValueError(
+                f"the checkpoint holds the seeds {got}, this {type(self).__name__} trains {self.seeds}: resume a "  # type: ignore[attr-defined]
+                "K-seed model from a checkpoint of the same seeds."
             )
-        return super().on_load_checkpoint(checkpoint)  # type: ignore[misc]
+        self._pending_seed_state = saved
+
+    def _apply_pending_rl_state(self) -> None:
+        """Restore the checkpoint's lockstep state (base class), then each seed's (after the envs were reset)."""
+        from lit_sb3.core.noise import noise_from_dict
+        from lit_sb3.utils.env_state import restore_vec_env_state
+
+        state, pending = self._seed_state, getattr(self, "_pending_rl_state", None)
+        saved = getattr(self, "_pending_seed_state", None)
+        if state is None or pending is None or saved is None:
+            return super()._apply_pending_rl_state()  # type: ignore[misc]
+        n_updates = pending["n_updates"]
+        pending["n_updates"] = 0
+        super()._apply_pending_rl_state()  # type: ignore[misc]
+        self._pending_seed_state = None
+        if isinstance(n_updates, th.Tensor) and n_updates.dim() > 0:
+            self._n_updates = n_updates.numpy().astype(np.int64)
+        else:
+            self._n_updates = int(n_updates)
+        self.failed = {int(i): str(reason) for i, reason in saved["failed"]}
+        state.frozen = {int(i): [v.to(self.device) for v in values] for i, values in saved["frozen"]}  # type: ignore[attr-defined]
+        state.episode_nums = [int(n) for n in saved["episode_nums"]]
+        window = self.stats_window_size  # type: ignore[attr-defined]
+        state.ep_info_buffers = [deque(buffer, maxlen=window) for buffer in saved["ep_info_buffers"]]
+        state.ep_success_buffers = [deque(buffer, maxlen=window) for buffer in saved["ep_success_buffers"]]
+        self.ep_info_buffer, self.ep_success_buffer = state.ep_info_buffers[0], state.ep_success_buffers[0]
+        if state.generators is not None:
+            for generator, rng_state in zip(state.generators, saved["generators"], strict=True):
+                generator.set_state(rng_state)
+        for rng, rng_state in zip(state.np_rngs, saved["np_rngs"], strict=True):
+            rng.set_state(_random_state_from_safe(rng_state))
+        for member, space_state, noise in zip(
+            state.members, saved["action_spaces"], saved["action_noise"], strict=True
+        ):
+            member.action_space.np_random.bit_generator.state = space_state
+            if noise is not None:
+                member.action_noise = noise_from_dict(noise)  # type: ignore[attr-defined]
+        for vn, vn_state in zip(state.normalizers, saved["vec_normalize"], strict=True):
+            if vn is not None and vn_state is not None:
+                vn.load_state_dict(vn_state)
+        for env, env_state in zip(state.envs, saved["env_state"], strict=True):
+            restore_vec_env_state(env, env_state)
+        if saved["seed_cycles"] is not None:
+            self._seed_cycles = saved["seed_cycles"].numpy().astype(np.int64)
 
     def predict(
         self,
@@ -565,3 +700,14 @@ class SeedDimensionMixin:
             for i in range(self.n_seeds)  # type: ignore[attr-defined]
         ]
         return np.stack(actions), None
+
+
+def _random_state_to_safe(state: tuple[Any, ...]) -> list[Any]:
+    """A ``RandomState.get_state()`` tuple as plain values (loads with ``torch.load(weights_only=True)``)."""
+    name, key, pos, has_gauss, cached = state
+    return [name, key.astype(np.int64).tolist(), int(pos), int(has_gauss), float(cached)]
+
+
+def _random_state_from_safe(state: list[Any]) -> tuple[Any, ...]:
+    name, key, pos, has_gauss, cached = state
+    return (name, np.asarray(key, dtype=np.uint32), int(pos), int(has_gauss), float(cached))

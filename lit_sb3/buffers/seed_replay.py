@@ -157,6 +157,41 @@ class SeedReplayBuffer:
         self.pack_transfers = device.type != "cpu" and self._obs_dtype == th.float32
         self._refresh_views()
 
+    def state_dict(self) -> dict[str, th.Tensor | int | bool]:
+        """What is stored (the filled slots of every field, on the CPU) and the write position: a Lightning
+        checkpoint's copy of the storage (tensors only, so it loads with ``torch.load(weights_only=True)``)."""
+        used = self.size()
+        state: dict[str, th.Tensor | int | bool] = {"pos": self.pos, "full": self.full}
+        for name in self._STORED:
+            state[name] = getattr(self, name)[:, :used].cpu()
+        return state
+
+    def load_state_dict(self, state: dict[str, th.Tensor | int | bool]) -> None:
+        """Restore :meth:`state_dict` into this (same K, sizes and spaces) storage; a mismatch is a one-line
+        ``ValueError`` raised before anything is allocated.
+
+        Args:
+            state: what :meth:`state_dict` returned.
+        """
+        pos, full = int(state["pos"]), bool(state["full"])
+        used = self.buffer_size if full else pos
+        if not 0 <= pos < self.buffer_size:
+            raise ValueError(f"replay storage position {pos} (full={full}) does not fit a buffer of {self.buffer_size}")
+        for name in self._STORED:
+            value, current = state[name], getattr(self, name)
+            expected = (self.n_seeds, used, *current.shape[2:])
+            if not isinstance(value, th.Tensor) or tuple(value.shape) != expected or value.dtype != current.dtype:
+                got = tuple(value.shape) if isinstance(value, th.Tensor) else type(value).__name__
+                raise ValueError(f"replay storage {name} has shape {got}, this model's seeds store {expected}")
+        capacity = self.capacity
+        while capacity < used:
+            capacity = min(capacity * 2, self.buffer_size)
+        if capacity != self.capacity:
+            self._allocate(capacity)
+        for name in self._STORED:
+            getattr(self, name)[:, :used].copy_(state[name])  # type: ignore[arg-type]
+        self.pos, self.full = pos, full
+
     def size(self) -> int:
         """Transitions stored per seed and sub-env."""
         return self.buffer_size if self.full else self.pos

@@ -24,8 +24,15 @@ class EvalCallback(EventCallback):
     the best evaluations: the trainer's step ends right after each evaluation and monitored checkpoints save), keeps ``evaluations.npz`` in ``log_path`` and saves ``best_model.zip`` in ``best_model_save_path``.
     VecNormalize statistics are synced from the training env before each evaluation.
 
+    A model of K > 1 seeds (``SeedBatch``) is evaluated per seed: ``eval_env`` is then a list of K envs (seed index
+    i's member on ``eval_env[i]``, with seed i's VecNormalize statistics), each live seed logs
+    ``seed{i}/eval/mean_reward``, ... (routed to seed i's logger by ``SeedRoutingLogger``), keeps
+    ``evaluations_seed{i}.npz`` and saves ``best_model_seed{i}.zip`` (its member: loadable by the single class);
+    :attr:`best_mean_rewards`/:attr:`last_mean_rewards` are per seed and ``last_mean_reward`` is their mean over the
+    evaluated seeds. Child callbacks (``callback_on_new_best``, ``callback_after_eval``) are single-seed only.
+
     Args:
-        eval_env: env used for evaluation (gym env or VecEnv).
+        eval_env: env used for evaluation (gym env or VecEnv); for a K-seed model, a list of K of them.
         callback_on_new_best: triggered when a new best mean reward is reached.
         callback_after_eval: triggered after every evaluation.
         n_eval_episodes: episodes per evaluation.
@@ -63,9 +70,12 @@ class EvalCallback(EventCallback):
         self.deterministic = deterministic
         self.render = render
         self.warn = warn
-        if not isinstance(eval_env, VecEnv):
-            eval_env = DummyVecEnv([lambda: eval_env])  # type: ignore[list-item, return-value]
-        self.eval_env = eval_env
+        self.eval_envs = [_as_vec_env(env) for env in (eval_env if isinstance(eval_env, (list, tuple)) else [eval_env])]
+        if not self.eval_envs:
+            raise ValueError("EvalCallback needs an eval env (a list of one per seed for a K-seed model), got [].")
+        self.eval_env = self.eval_envs[0]
+        self.best_mean_rewards: list[float] = []
+        self.last_mean_rewards: list[float] = []
         self.best_model_save_path = best_model_save_path
         if log_path is not None:
             log_path = os.path.join(log_path, "evaluations")
@@ -75,9 +85,24 @@ class EvalCallback(EventCallback):
         self.evaluations_length: list[list[int]] = []
         self._is_success_buffer: list[bool] = []
         self.evaluations_successes: list[list[bool]] = []
+        self._seed_histories: dict[int, dict[str, list]] = {}
 
     def _init_callback(self) -> None:
-        if not isinstance(self.training_env, type(self.eval_env)) and self.warn:
+        k = self._n_seeds()
+        if len(self.eval_envs) != k:
+            raise ValueError(
+                f"EvalCallback on a {type(self.model).__name__} of {k} seed(s) needs one eval env per seed "
+                f"(EvalCallback([env_0, ..., env_{k - 1}], ...)), got {len(self.eval_envs)}."
+            )
+        if k > 1:
+            if self.callback is not None or self.callback_on_new_best is not None:
+                raise ValueError(
+                    "EvalCallback's callback_on_new_best/callback_after_eval act on one model's evaluation and are "
+                    "not supported with K > 1 seeds; read best_mean_rewards/last_mean_rewards (per seed) instead."
+                )
+            self.best_mean_rewards = [-np.inf] * k
+            self.last_mean_rewards = [-np.inf] * k
+        elif not isinstance(self.training_env, type(self.eval_env)) and self.warn:
             warnings.warn(
                 f"Training and eval env are not of the same type {self.training_env} != {self.eval_env}", stacklevel=2
             )
@@ -96,8 +121,11 @@ class EvalCallback(EventCallback):
                 self._is_success_buffer.append(maybe_is_success)
 
     def evaluate(self) -> tuple[float, float]:
-        """Run one evaluation now, record and log it; returns (mean_reward, std_reward)."""
+        """Run one evaluation now, record and log it; returns (mean_reward, std_reward) (K > 1 seeds: the means
+        over the evaluated seeds of theirs)."""
         assert self.model is not None
+        if self._n_seeds() > 1:
+            return self._evaluate_seeds()
         if self.model.get_vec_normalize_env() is not None:
             try:
                 sync_envs_normalization(self.training_env, self.eval_env)
@@ -154,9 +182,83 @@ class EvalCallback(EventCallback):
             context.request_boundary(evaluated=True)
         return mean_reward, std_reward
 
+    def _n_seeds(self) -> int:
+        """The model's K (1 for anything that evaluates as one model, such as the suite's per-seed views)."""
+        return int(getattr(self.model, "n_seeds", 1))
+
+    def _evaluate_seeds(self) -> tuple[float, float]:
+        """Evaluate each live seed's member on its own eval env; log ``seed{i}/eval/...``, keep its evaluations and
+        its best model."""
+        model = self.model
+        assert model is not None
+        means, stds = [], []
+        for i in model.active_seeds:
+            member, eval_env = model.member(i), self.eval_envs[i]
+            if member.get_vec_normalize_env() is not None:  # seed i's statistics
+                sync_envs_normalization(member.get_env(), eval_env)  # type: ignore[arg-type]
+            successes: list[bool] = []
+
+            def log_success(locals_: dict[str, Any], globals_: dict[str, Any], successes: list = successes) -> None:
+                if locals_["done"] and locals_["info"].get("is_success") is not None:
+                    successes.append(locals_["info"]["is_success"])
+
+            rewards, lengths = evaluate_policy(
+                member,
+                eval_env,
+                n_eval_episodes=self.n_eval_episodes,
+                render=self.render,
+                deterministic=self.deterministic,
+                return_episode_rewards=True,
+                warn=self.warn,
+                callback=log_success,
+                use_masking=bool(getattr(model, "supports_action_masks", False)),
+            )
+            assert isinstance(rewards, list) and isinstance(lengths, list)
+            mean_reward, std_reward = float(np.mean(rewards)), float(np.std(rewards))
+            prefix = f"seed{i}/eval/"
+            metrics = {
+                prefix + "mean_reward": mean_reward,
+                prefix + "std_reward": std_reward,
+                prefix + "mean_ep_length": float(np.mean(lengths)),
+            }
+            if successes:
+                metrics[prefix + "success_rate"] = float(np.mean(successes))
+            model.log_metrics(metrics, step=self.num_timesteps)
+            if self.log_path is not None:
+                self._save_seed_evaluations(i, rewards, lengths, successes)
+            if self.verbose >= 1:
+                print(f"Eval seed index {i} num_timesteps={self.num_timesteps}, episode_reward={mean_reward:.2f}")
+            self.last_mean_rewards[i] = mean_reward
+            if mean_reward > self.best_mean_rewards[i]:
+                self.best_mean_rewards[i] = mean_reward
+                if self.best_model_save_path is not None:
+                    member.save(os.path.join(self.best_model_save_path, f"best_model_seed{i}"))
+            means.append(mean_reward)
+            stds.append(std_reward)
+        self.last_mean_reward = float(np.mean(means)) if means else -np.inf
+        self.best_mean_reward = max(self.best_mean_reward, self.last_mean_reward)
+        context = model.fit_context
+        if context is not None:
+            context.request_boundary(evaluated=True)
+        return self.last_mean_reward, float(np.mean(stds)) if stds else 0.0
+
+    def _save_seed_evaluations(self, i: int, rewards: list[float], lengths: list[int], successes: list[bool]) -> None:
+        """Append seed i's evaluation to ``evaluations_seed{i}.npz`` (SB3's layout: timesteps, results,
+        ep_lengths, successes)."""
+        assert self.log_path is not None
+        history = self._seed_histories.setdefault(i, {"timesteps": [], "results": [], "ep_lengths": []})
+        history["timesteps"].append(self.num_timesteps)
+        history["results"].append(rewards)
+        history["ep_lengths"].append(lengths)
+        if successes:
+            history.setdefault("successes", []).append(successes)
+        np.savez(f"{self.log_path}_seed{i}", **history)  # type: ignore[arg-type]
+
     def _on_step(self) -> bool:
         continue_training = True
-        if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
+        if self.eval_freq > 0 and self.n_calls % self.eval_freq == 0 and self._n_seeds() > 1:
+            self.evaluate()
+        elif self.eval_freq > 0 and self.n_calls % self.eval_freq == 0:
             mean_reward, _ = self.evaluate()
             if mean_reward > self.best_mean_reward:
                 if self.verbose >= 1:
@@ -174,6 +276,10 @@ class EvalCallback(EventCallback):
     def update_child_locals(self, locals_: dict[str, Any]) -> None:
         if self.callback:
             self.callback.update_locals(locals_)
+
+
+def _as_vec_env(env: gym.Env | VecEnv) -> VecEnv:
+    return env if isinstance(env, VecEnv) else DummyVecEnv([lambda: env])  # type: ignore[list-item, return-value]
 
 
 class StopTrainingOnRewardThreshold(BaseCallback):
