@@ -130,7 +130,8 @@ def make_vec_env(
             ``None`` for random seeds.
         start_index: rank of the first sub-env.
         monitor_dir: folder for the Monitor CSV files (``None``: no file, the Monitor is still there).
-        wrapper_class: wrapper (or function) applied after the Monitor.
+        wrapper_class: wrapper (or function) applied after the Monitor; an episode it truncates (a ``TimeLimit``)
+            also ends the Monitor's episode (:class:`~lit_sb3.core.monitor.RelayTruncation`).
         env_kwargs: keyword arguments of the env constructor.
         vec_env_cls: the VecEnv class (default DummyVecEnv).
         vec_env_kwargs: keyword arguments of ``vec_env_cls``.
