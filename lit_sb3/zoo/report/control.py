@@ -235,8 +235,8 @@ def decision_text(d: dict[str, Any]) -> str:
         d: one of :func:`pair_verdicts`.
     """
     on = "the aggregate over the envs" if d["comparison"] == "aggregate" else d["comparison"]
-    if not d["seeds"]:
-        return f"verdicts by the {d['rule']}"
+    if not d["seeds"] or d["kind"] == "too_few_runs":
+        return f"not decided (verdicts by the {d['rule']})"
     return f"decided on the first {d['seeds']} seeds per algorithm on {on} (p = {d['p_value']:.3g}) by the {d['rule']}"
 
 
@@ -255,7 +255,9 @@ def control_blocks(control: dict[str, Any]) -> list[Block]:
         b.append(Block("warn", control["extended"]))
     rows = []
     for c in control["family"]:
-        text = verdict_of(c, control["margin"])[1]
+        kind, text = verdict_of(c, control["margin"])
+        if kind == "too_few_runs":  # the details are in the reason column
+            text = "too few runs for a verdict"
         if not c.looks:
             rows.append([c.x, c.y, c.env, "—", "—", "—", "—", text, c.reason])
             continue
