@@ -124,6 +124,24 @@ def test_rerun_adds_nothing_and_dry_run(
 # ---------------------------------------------------------------------------------------------------------
 # failures: raising, NaN, hanging (timeout), segfault; the healthy job finishes
 # ---------------------------------------------------------------------------------------------------------
+def test_time_limit_env_wrapper_ends_evaluation_episodes(in_tmp_path: Path, mlflow_template: Path) -> None:
+    """A zoo ``env_wrapper`` TimeLimit sits outside the Monitor (as in the RL Zoo); Pendulum never ends its own
+    episodes, so the first evaluation waited forever and the job timed out. Now it finishes, with 50-step
+    evaluation episodes."""
+    Path("limit.yml").write_text(
+        "Pendulum-v1:\n  env_wrapper:\n    - gymnasium.wrappers.TimeLimit:\n        max_episode_steps: 50\n"
+    )
+    uri = _store(in_tmp_path, mlflow_template)
+    code = main(["run", "--algos", "ppo", "--envs", "Pendulum-v1", "--config", "limit.yml", "--seeds", "1",
+                 "--jobs", "1", "--timeout", "120", "--tracking-uri", uri, "--experiment", "limit",
+                 "--n-timesteps", "128", "--eval-freq", "64", "--eval-episodes", "2", "--hyperparams", "n_steps=64",
+                 "n_envs=1"])  # fmt: skip
+    (job,) = _runs(uri, "limit")
+    assert code == 0 and job.info.status == "FINISHED", job.data.tags.get("lit_sb3.failure_reason")
+    lengths = _client(uri).get_metric_history(job.info.run_id, "eval/mean_ep_length")
+    assert lengths and {m.value for m in lengths} == {50.0}
+
+
 def test_faulty_jobs_fail_alone(in_tmp_path: Path, mlflow_template: Path) -> None:
     uri = _store(in_tmp_path, mlflow_template)
     envs = ",".join(

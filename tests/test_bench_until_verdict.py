@@ -122,8 +122,15 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert "## Verdicts with error control" in md and "looks at 5, 6 seeds per algorithm" in md
     assert "max seeds reached (6) and still open" in md
     assert (in_tmp_path / "rep" / "figures" / "sequential_intervals.png").is_file()
-    control = json.loads((in_tmp_path / "rep" / "aggregates.json").read_text())["error_control"]
+    report = json.loads((in_tmp_path / "rep" / "aggregates.json").read_text())
+    control = report["error_control"]
     assert control["design"] == "sequential" and len(control["comparisons"]) == 3
+    # one set of verdicts: the pair's is its aggregate's sequential decision, stated with that design's rule
+    (d,) = report["verdicts"]
+    assert d["verdict"] == "ppo is credibly better than a2c" and d["design"] == "sequential" and d["seeds"] == 5
+    assert "decided on the first 5 seeds per algorithm on the aggregate over the envs" in md
+    assert "by the group-sequential permutation test of P(X > Y) (pocock spending, looks at 5, 6 seeds)" in md
+    assert "- On CartPole-v1: ppo is credibly better than a2c; decided on the first 5 seeds per algorithm" in md
 
 
 @pytest.mark.parametrize(

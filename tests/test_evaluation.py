@@ -157,6 +157,59 @@ def test_monitor_gives_true_episode_returns() -> None:
     assert rewards == [3.0, 3.0] and lengths == [3, 3]
 
 
+class Balance:
+    """Keeps CartPole's pole up for hundreds of steps (push toward the side the pole falls to)."""
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=False):  # noqa: ANN001, ANN201
+        return (observation[:, 2] + 0.5 * observation[:, 3] > 0).astype(np.int64), None
+
+
+class ZeroTorque:
+    """Pendulum's zero action."""
+
+    def predict(self, observation, state=None, episode_start=None, deterministic=False):  # noqa: ANN001, ANN201
+        return np.zeros((len(observation), 1), dtype=np.float32), None
+
+
+def _step_guard(limit: int):  # noqa: ANN202
+    """An evaluate_policy callback that fails the test instead of hanging forever."""
+    steps = [0]
+
+    def callback(local_vars: dict, global_vars: dict) -> None:
+        steps[0] += 1
+        if steps[0] > limit:
+            raise AssertionError(f"evaluation still running after {limit} steps: no episode end was counted")
+
+    return callback
+
+
+def test_time_limit_outside_the_monitor_ends_evaluation_episodes() -> None:
+    """make_vec_env puts wrapper_class outside the Monitor (as SB3 and the RL Zoo do); a TimeLimit there truncates
+    episodes the Monitor would not see end, so evaluation waited forever for an episode (SB3's too). The truncation
+    now closes the Monitor's episode; an outer *termination* (a lost life) still does not."""
+    limit = {"wrapper_class": gym.wrappers.TimeLimit, "wrapper_kwargs": {"max_episode_steps": 50}}
+    # Pendulum never ends an episode itself, and its own TimeLimit (200) is never reached under 50
+    env = make_vec_env("Pendulum-v1", n_envs=2, seed=0, **limit)
+    rewards, lengths = evaluate_policy(ZeroTorque(), env, n_eval_episodes=4, return_episode_rewards=True,
+                                       callback=_step_guard(2_000))  # fmt: skip
+    assert lengths == [50, 50, 50, 50]
+    ref = gym.make("Pendulum-v1")  # env 0's first episode: reset with seed 0, 50 steps of zero torque
+    ref.reset(seed=0)
+    first = sum(float(ref.step(np.zeros(1, dtype=np.float32))[1]) for _ in range(50))
+    assert rewards[0] == pytest.approx(first, abs=1e-4)
+    # a policy that keeps CartPole up: every episode is the outer limit's 50 steps
+    env = make_vec_env("CartPole-v1", n_envs=1, seed=0, **limit)
+    rewards, lengths = evaluate_policy(Balance(), env, n_eval_episodes=3, return_episode_rewards=True,
+                                       callback=_step_guard(2_000))  # fmt: skip
+    assert rewards == [50.0, 50.0, 50.0] and lengths == [50, 50, 50]
+    monitor = env.envs[0].monitor
+    assert isinstance(monitor, Monitor) and monitor.get_episode_lengths()[:3] == [50, 50, 50]
+    # an outer wrapper that ends 'episodes' by termination (a lost life) is still not an episode end
+    env = make_vec_env(lambda: MaskEnv(ep_len=12), n_envs=1, seed=0, wrapper_class=HalfEpisodeWrapper)
+    rewards, lengths = evaluate_policy(ConstantPredictor(1), env, n_eval_episodes=2, return_episode_rewards=True)
+    assert rewards == [12.0, 12.0] and lengths == [12, 12]
+
+
 def test_recurrent_state_callback_and_masking() -> None:
     model = RecurrentCounter()
     seen: list[bool] = []

@@ -147,9 +147,11 @@ def test_report_files(report: tuple[Path, int]) -> None:
     ):
         assert heading in md
     assert "| algo | runs | median | IQM | mean | optimality gap |" in md
-    # 3 seeds per algorithm: intervals are shown, but no verdict, and the warning says why
+    # 3 seeds per algorithm: intervals are shown, but no verdict (from the one error-controlled decision, which
+    # states its rule and error rate), and the warning says why
     assert "credibly better" not in md
-    assert "too few runs for a verdict (n=3 ppo, n=3 sac per env; a verdict needs >= 5)" in md
+    assert "- too few runs for a verdict (n=3 ppo, n=3 sac per env; a verdict needs >= 5): P(ppo > sac) = " in md
+    assert "Holm over 9 comparisons, family-wise error <= 0.05" in md  # 3 pairs x (2 envs + aggregate)
     assert "> **Warning:** too few runs for a verdict" in md
     # learning curves sit under the per-env section, not under the failed runs
     per_env, failed = md.index("## Per-env results"), md.index("## Failed and missing runs")
@@ -169,6 +171,11 @@ def test_report_data(report: tuple[Path, int], store: tuple[str, Path]) -> None:
     assert agg["reps"] == 2000 and agg["table_version"] >= 1 and agg["scale"] == "normalised score"
     assert agg["min_runs"] == 5 and agg["engine"] == "fast"
     assert {d["kind"] for d in agg["verdicts"]} == {"too_few_runs"}
+    # one set of verdicts: each pair's is its aggregate comparison's in the error-controlled family
+    control = {(c["x"], c["y"], c["env"]): c for c in agg["error_control"]["comparisons"]}
+    for d in agg["verdicts"]:
+        assert d["comparison"] == "aggregate" and d["design"] == "fixed" and d["alpha"] == 0.05
+        assert control[(d["x"], d["y"], "aggregate")]["verdict"] == d["verdict"]
     iqm = agg["aggregates"]["sac"]["iqm"]
     assert iqm["low"] <= iqm["point"] <= iqm["high"]
     assert {(d["x"], d["y"]) for d in agg["probability_of_improvement"]} == {
@@ -335,9 +342,28 @@ def test_two_runs_each_give_no_verdict(tmp_path: Path, mlflow_template: Path) ->
     assert poi["low"] == poi["point"] == poi["high"] == 1.0  # the interval only spans the two values
     html = (tmp_path / "r" / "report.html").read_text()
     assert '<div class="warn"><strong>Warning:</strong> too few runs for a verdict' in html
-    # with the threshold lowered the same data gets its verdict
-    md, _ = _report(uri, tmp_path / "r2", "--min-runs", "2")
-    assert "sac is credibly better than td3" in md and "Warning" not in md
+    # with the threshold lowered the exact test decides: 2 separated runs against 2 cannot reach 5 % (the
+    # smallest two-sided p is 2/6), so no pair is called although the bootstrap CI [1, 1] excludes 0.5
+    md, agg = _report(uri, tmp_path / "r2", "--min-runs", "2")
+    assert "Warning" not in md and "credibly better" not in md
+    (d,) = agg["verdicts"]
+    assert d["kind"] == "no_difference" and d["p_value"] > 0.3 and d["low"] == 1.0
+    assert "- no credible difference between sac and td3: P(sac > td3) = 1.000 [1.000, 1.000] (95 % bootstrap CI)" in md
+
+
+def test_four_separated_runs_are_called_when_the_threshold_allows(tmp_path: Path, mlflow_template: Path) -> None:
+    """4 runs each: too few under the default --min-runs 5; with --min-runs 4 the exact test calls the clear pair
+    (p = 2/70), and the figure marks the pair that has a verdict."""
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=4, levels={"sac": 0.95, "td3": 0.2})
+    md, agg = _report(uri, tmp_path / "r")
+    assert "credibly better" not in md and agg["verdicts"][0]["kind"] == "too_few_runs"
+    md, agg = _report(uri, tmp_path / "r2", "--min-runs", "4")
+    assert "Warning" not in md
+    (d,) = agg["verdicts"]
+    assert d["kind"] == "better" and d["winner"] == "sac" and 2 / 70 <= d["p_value"] <= 2 / 70 * 1.05
+    line = next(x for x in md.splitlines() if x.startswith("- sac is credibly better than td3"))
+    assert "decided on the first 4 seeds per algorithm on Pendulum-v1 (p = 0.0" in line
+    assert "family-wise error <= 0.05" in line
 
 
 def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template: Path) -> None:
@@ -345,9 +371,16 @@ def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template
     md, agg = _report(uri, tmp_path / "r")
     assert "Warning" not in md and agg["sample_warning"] is None
     line = next(x for x in md.splitlines() if x.startswith("- sac is credibly better than td3"))
-    # the claim says what it rests on
-    assert "P(sac > td3) = 1.000 [1.000, 1.000]" in line
+    # the claim says what it rests on, its rule and its error rate
+    assert "P(sac > td3) = 1.000 [1.000, 1.000] (95 % bootstrap CI)" in line
     assert "rests on 10 runs (sac: n=5, td3: n=5 per env) on 1 env, 4,000 env steps per run" in line
+    assert "decided on the first 5 seeds per algorithm on Pendulum-v1 (p = 0.00" in line  # exact: 2/252
+    assert (
+        "by the exact permutation test of P(X > Y) (one look), Holm over 1 comparisons, family-wise error <= 0.05"
+        in line
+    )
+    # one wording everywhere: the table of probability of improvement and the error-control section agree
+    assert md.count("sac is credibly better than td3") == 3  # summary, probability of improvement, section
     # budget, protocol, differing hyperparameters (no duplicate from model.*), normalisation constants
     assert "## Budget and evaluation protocol" in md
     assert "| Pendulum-v1 | sac | — | 4,000 | 4,000 | 1,000 | 7 | True |" in md  # no budget asked logged here

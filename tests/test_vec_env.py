@@ -12,7 +12,7 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from lit_sb3.core.monitor import Monitor, load_results
+from lit_sb3.core.monitor import Monitor, RelayTruncation, load_results
 from lit_sb3.vec_env import (
     DummyVecEnv,
     EnvIdNotFoundError,
@@ -519,7 +519,11 @@ def test_make_vec_env_variants(tmp_path) -> None:
     )
     assert by_class.get_attr("ep_len") == [2, 2]
     assert by_class.env_is_wrapped(Monitor) == [True, True]
-    assert isinstance(by_class.envs[0], gym.wrappers.TimeLimit) and isinstance(by_class.envs[0].env, Monitor)
+    # the wrapper sits outside the Monitor (as SB3's), under the relay that lets its truncations end the Monitor's
+    # episodes
+    relay = by_class.envs[0]
+    assert isinstance(relay, RelayTruncation) and relay.monitor is relay.env.env
+    assert isinstance(relay.env, gym.wrappers.TimeLimit) and isinstance(relay.env.env, Monitor)
 
     by_fn = make_vec_env(lambda: gym.make("Pendulum-v1"), n_envs=1, start_index=3)
     assert by_fn.observation_space.shape == (3,)

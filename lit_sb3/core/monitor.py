@@ -15,7 +15,14 @@ from gymnasium.core import ActType, ObsType
 if TYPE_CHECKING:
     import pandas
 
-__all__ = ["LoadMonitorResultsError", "Monitor", "ResultsWriter", "get_monitor_files", "load_results"]
+__all__ = [
+    "LoadMonitorResultsError",
+    "Monitor",
+    "RelayTruncation",
+    "ResultsWriter",
+    "get_monitor_files",
+    "load_results",
+]
 
 
 class Monitor(gym.Wrapper[ObsType, ActType, ObsType, ActType]):
@@ -92,25 +99,34 @@ class Monitor(gym.Wrapper[ObsType, ActType, ObsType, ActType]):
         self.rewards.append(float(reward))
         if terminated or truncated:
             self.needs_reset = True
-            ep_rew = sum(self.rewards)
-            ep_len = len(self.rewards)
-            elapsed = time.time() - self.t_start
-            ep_info: dict[str, Any] = {"r": round(ep_rew, 6), "l": ep_len, "t": round(elapsed, 6)}
-            for key in self.info_keywords:
-                if key not in info:
-                    raise KeyError(
-                        f"Monitor info_keywords has {key!r}, but the env's last info only has {sorted(info)}."
-                    )
-                ep_info[key] = info[key]
-            self.episode_returns.append(ep_rew)
-            self.episode_lengths.append(ep_len)
-            self.episode_times.append(elapsed)
-            ep_info.update(self.current_reset_info)
-            if self.results_writer:
-                self.results_writer.write_row(ep_info)
-            info["episode"] = ep_info
+            self.end_episode(info)
         self.total_steps += 1
         return observation, reward, terminated, truncated, info
+
+    def end_episode(self, info: dict[str, Any]) -> None:
+        """Record the current episode (its rewards so far) and put it in ``info["episode"]``; the next step starts
+        a new one. :meth:`step` calls it at the env's own episode ends; :class:`RelayTruncation` when a wrapper
+        outside the Monitor truncates the episode (a ``TimeLimit`` in a zoo ``env_wrapper``).
+
+        Args:
+            info: the info dict of the episode's last step (``info_keywords`` are read from it).
+        """
+        ep_rew = sum(self.rewards)
+        ep_len = len(self.rewards)
+        elapsed = time.time() - self.t_start
+        ep_info: dict[str, Any] = {"r": round(ep_rew, 6), "l": ep_len, "t": round(elapsed, 6)}
+        for key in self.info_keywords:
+            if key not in info:
+                raise KeyError(f"Monitor info_keywords has {key!r}, but the env's last info only has {sorted(info)}.")
+            ep_info[key] = info[key]
+        self.episode_returns.append(ep_rew)
+        self.episode_lengths.append(ep_len)
+        self.episode_times.append(elapsed)
+        ep_info.update(self.current_reset_info)
+        if self.results_writer:
+            self.results_writer.write_row(ep_info)
+        info["episode"] = ep_info
+        self.rewards = []
 
     def close(self) -> None:
         """Close the env and the log file."""
@@ -133,6 +149,34 @@ class Monitor(gym.Wrapper[ObsType, ActType, ObsType, ActType]):
     def get_episode_times(self) -> list[float]:
         """Wall time (s since creation) at the end of every finished episode."""
         return self.episode_times
+
+
+class RelayTruncation(gym.Wrapper[ObsType, ActType, ObsType, ActType]):
+    """Tell the :class:`Monitor` inside about episodes that a wrapper outside it truncates.
+
+    ``make_vec_env`` applies ``wrapper_class`` after (outside) the Monitor, as SB3 and the RL Zoo do, so the
+    Monitor records true episodes (a lost life of an Atari game is not an episode end). A ``TimeLimit`` among those
+    wrappers truncates episodes the Monitor never sees end: no ``info["episode"]``, so ``evaluate_policy`` never
+    counts an episode and waits forever on an env that does not end episodes itself (Pendulum), or on a policy
+    that keeps CartPole up (SB3's ``evaluate_policy`` hangs the same way). This outermost wrapper closes the
+    Monitor's episode when the outer env reports ``truncated`` and the Monitor has not ended it. Terminations by
+    outer wrappers stay unrecorded, as in SB3 (they mark lost lives, not episode ends).
+
+    Args:
+        env: the env with its outer wrappers.
+        monitor: the Monitor inside ``env``.
+    """
+
+    def __init__(self, env: gym.Env, monitor: Monitor) -> None:
+        super().__init__(env)
+        self.monitor = monitor
+
+    def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Step the env; close the Monitor's episode on a truncation it did not see."""
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if truncated and not terminated and not self.monitor.needs_reset and "episode" not in info:
+            self.monitor.end_episode(info)
+        return observation, reward, terminated, truncated, info
 
 
 class LoadMonitorResultsError(Exception):

@@ -11,7 +11,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
-from lit_sb3.core.monitor import Monitor
+from lit_sb3.core.monitor import Monitor, RelayTruncation
 from lit_sb3.core.preprocessing import check_for_nested_spaces, is_image_space, is_image_space_channels_first
 from lit_sb3.vec_env.base_vec_env import VecEnv
 from lit_sb3.vec_env.dummy_vec_env import DummyVecEnv
@@ -130,7 +130,8 @@ def make_vec_env(
             ``None`` for random seeds.
         start_index: rank of the first sub-env.
         monitor_dir: folder for the Monitor CSV files (``None``: no file, the Monitor is still there).
-        wrapper_class: wrapper (or function) applied after the Monitor.
+        wrapper_class: wrapper (or function) applied after the Monitor; an episode it truncates (a ``TimeLimit``)
+            also ends the Monitor's episode (:class:`~lit_sb3.core.monitor.RelayTruncation`).
         env_kwargs: keyword arguments of the env constructor.
         vec_env_cls: the VecEnv class (default DummyVecEnv).
         vec_env_kwargs: keyword arguments of ``vec_env_cls``.
@@ -198,13 +199,16 @@ def _make_vec_env(
             if seed is not None:
                 # the env itself is seeded at its first reset (VecEnv.seed)
                 env.action_space.seed(seed + rank)
+            monitored = None
             if monitor:
                 monitor_path = os.path.join(monitor_dir, str(rank)) if monitor_dir is not None else None
                 if monitor_dir is not None:
                     os.makedirs(monitor_dir, exist_ok=True)
-                env = Monitor(env, filename=monitor_path, **monitor_kwargs)
+                env = monitored = Monitor(env, filename=monitor_path, **monitor_kwargs)
             if wrapper_class is not None:
                 env = wrapper_class(env, **wrapper_kwargs)
+                if monitored is not None:  # a truncation by the wrapper (a TimeLimit) ends the Monitor's episode
+                    env = RelayTruncation(env, monitored)
             return env
 
         return _init

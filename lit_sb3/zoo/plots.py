@@ -146,14 +146,15 @@ def plot_improvement(
     Args:
         poi: (X, Y) -> interval.
         path: PNG to write (and its SVG).
-        verdicts: (X, Y) -> whether the pair has a verdict (blue) or not (gray); default: the CI excludes 0.5.
+        verdicts: (X, Y) -> whether the pair has a verdict of superiority (blue) or not (gray), from the report's
+            error-controlled decision (:func:`lit_sb3.zoo.report.control.pair_verdicts`); default: none (all gray).
+            The CI is drawn, never tested here.
         n_runs: algo -> runs behind its scores (shown as ``algo (n=...)`` in each pair's label).
     """
     plt = _plt()
     pairs = list(poi)
     fig, ax = plt.subplots(figsize=(6.5, 0.6 * max(1, len(pairs)) + 1.4))
-    if verdicts is None:
-        verdicts = {p: poi[p].low > 0.5 or poi[p].high < 0.5 for p in pairs}
+    verdicts = verdicts or {}
     colors = ["tab:blue" if verdicts.get(p, False) else "tab:gray" for p in pairs]
     _plot_utils().plot_probability_of_improvement(
         {f"{_with_n(x, n_runs)},{_with_n(y, n_runs)}": poi[(x, y)].point for x, y in pairs},

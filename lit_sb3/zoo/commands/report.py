@@ -37,7 +37,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--min-runs",
         type=int,
         default=5,
-        help="runs per algorithm and env below which no verdict is drawn (intervals are still shown; default 5)",
+        help="runs per algorithm and env below which a comparison gets no verdict (fixed-seed experiments; "
+        "intervals are still shown; default 5)",
     )
     p.add_argument(
         "--engine",

@@ -5,10 +5,15 @@ where every algorithm has at least one FINISHED run. With ``normalize="reference
 of the envs the table covers; envs without an entry are shown raw in the per-env table, left out of the
 aggregates, and listed as warnings. Curves and per-env learning-curve CIs use ``min(reps, 2000)`` replications.
 
-Sample size: a pair of algorithms gets a verdict ("X is credibly better than Y") only when its 95 % CI of
-P(X > Y) excludes 0.5 *and* each of the two has at least ``min_runs`` runs on every aggregated env; otherwise
-the intervals are still shown, the verdict reads "too few runs for a verdict (n=...)", and a warning sits at
-the top of the report. Every claim states the runs, envs and env steps it rests on.
+Verdicts: one set, with error control (:mod:`lit_sb3.zoo.report.control`). The family is every pair of
+algorithms on every aggregated env, plus each pair's aggregate over the envs when there are several; a pair's
+verdict ("X is credibly better than Y", "credibly equivalent", "no credible difference", "too few runs for a
+verdict (n=...)") is the decision of its comparison over all aggregated envs. Fixed-seed experiment: one exact
+permutation test of P(X > Y) per comparison, Holm over the family, family-wise error <= 5 % (divided by the
+number of earlier reports that looked at fewer runs), and no verdict below ``min_runs`` runs per algorithm and
+env (a warning at the top says so). A ``bench run --until-verdict`` experiment: its group-sequential design,
+replayed from the runs. Every verdict states its sample, its rule and its error rate; the 95 % bootstrap CI of
+P(X > Y) is shown as an interval and decides nothing.
 
 Engines: ``"fast"`` (default) is the vectorised stratified bootstrap of :mod:`lit_sb3.zoo.stats`;
 ``"rliable"`` recomputes every interval with ``rliable.library`` (the reference computation, much slower).

@@ -18,7 +18,8 @@ from lit_sb3.zoo import plots, stats
 from lit_sb3.zoo.normalization import ScoreTable, load_table
 from lit_sb3.zoo.normalization import normalize as normalize_score
 from lit_sb3.zoo.report.blocks import _html, _md, _n, _steps
-from lit_sb3.zoo.report.sections import _blocks, _hyperparams, _protocol, _summary, _verdicts
+from lit_sb3.zoo.report.control import as_json, control_blocks, error_control, pair_verdicts, summary_lines
+from lit_sb3.zoo.report.sections import _blocks, _hyperparams, _protocol, _summary
 from lit_sb3.zoo.results import Results
 
 CURVE_REPS = 2000
@@ -64,7 +65,8 @@ def build_report(
         seed: bootstrap seed.
         command: the command line shown at the top.
         log_to_mlflow: log a ``lit_sb3.run_type="report"`` run with the files as artifacts.
-        min_runs: runs per algorithm and env below which no verdict is drawn (intervals are still shown).
+        min_runs: runs per algorithm and env below which a fixed-design comparison gets no verdict (intervals are
+            still shown; a sequential experiment's design has its own ``--min-seeds``).
         engine: ``"fast"`` (vectorised bootstrap) or ``"rliable"`` (every interval by ``rliable.library``).
 
     Returns:
@@ -147,12 +149,14 @@ def build_report(
         a: _steps([float(v) for e in tasks for v in protocol[e][a]["env_steps_values"]]) if tasks else "—"
         for a in algos
     }
-    verdicts = _verdicts(poi, counts, tasks, algo_steps, min_runs)
+    # the report's one set of verdicts: the error-controlled family (Holm; a sequential experiment's own design)
+    control = error_control(results, tasks, fig_dir, min_runs)
+    verdicts = pair_verdicts(control, poi, counts, algo_steps)
     small = sorted(
         {(a, e, len(results.select(a, e))) for a in algos for e in tasks if len(results.select(a, e)) < min_runs}
     )
     sample_warning = None
-    if small:
+    if small and (control is None or control["design"] == "fixed"):  # a sequential design has its --min-seeds
         listed = ", ".join(f"{a} n={n} on {e}" for a, e, n in small[:8]) + (" ..." if len(small) > 8 else "")
         sample_warning = (
             f"too few runs for a verdict: fewer than {min_runs} runs per algorithm and env ({listed}). "
@@ -213,10 +217,6 @@ def build_report(
             name = "figures/curves_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in env) + ".png"
             plots.plot_env_curves(env, env_curves, out / name, colors, reps=curve_reps, seed=seed)
             env_figs[env] = (name, f"Learning curves on {env} (each algorithm at its own evaluation steps)")
-
-    from lit_sb3.zoo.report.control import as_json, control_blocks, error_control, summary_lines
-
-    control = error_control(results, tasks, fig_dir, min_runs)  # verdicts with error control (Holm; sequential design)
 
     # --- files: scores.csv
     with (out / "scores.csv").open("w", newline="") as fh:
@@ -312,6 +312,7 @@ def build_report(
         "engine": engine,
         "min_runs": min_runs,
         "sample_warning": sample_warning,
+        "verdict_rule": control["rule_short"] if control is not None else None,
         "scale": scale,
         "normalize": normalize,
         "table_version": table.version if table is not None and normalize == "reference" else None,

@@ -1,5 +1,8 @@
-"""Verdicts with error control in every report: the family of (pair, env) and aggregate comparisons, Holm over
-all of them, and for a ``bench run --until-verdict`` experiment its sequential design replayed from the runs.
+"""The report's one set of verdicts: the family of (pair, env) and aggregate comparisons, Holm over all of them,
+and for a ``bench run --until-verdict`` experiment its sequential design replayed from the runs. Every "credibly
+better / credibly equivalent / no credible difference / too few runs" in a report (summary, probability of
+improvement table and figure, ``aggregates.json``) is :func:`verdict_of` a comparison decided here; the bootstrap
+CI of P(X > Y) is shown as an interval and decides nothing.
 
 * Sequential experiment (its grid run carries the plan): :func:`~lit_sb3.zoo.stats.sequential.decide` on the
   runs' scores in seed order gives the same decisions as the run did, look by look; the report shows the rule,
@@ -14,18 +17,21 @@ all of them, and for a ``bench run --until-verdict`` experiment its sequential d
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lit_sb3.zoo.report.blocks import Block
 from lit_sb3.zoo.results import Results
 
-__all__ = ["error_control", "control_blocks", "report_runs"]
+if TYPE_CHECKING:
+    from lit_sb3.zoo.stats import Interval
+    from lit_sb3.zoo.stats.sequential import Comparison
+
+__all__ = ["error_control", "control_blocks", "report_runs", "verdict_of", "pair_verdicts", "summary_lines"]
 
 ALPHA = 0.05
 MARGIN = 0.1
-_OUTCOME = {"x_better": "{x} credibly better", "y_better": "{y} credibly better", "equivalent": "credibly equivalent",
-            "open": "no verdict"}  # fmt: skip
 
 
 def report_runs(results: Results) -> dict[str, int]:
@@ -84,6 +90,11 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: i
     if plan is not None:
         family = decide(scores, pairs, tasks, plan)
         alpha, design = plan.alpha, "sequential"
+        short = (
+            f"group-sequential permutation test of P(X > Y) ({plan.spending} spending, looks at "
+            f"{', '.join(map(str, plan.looks))} seeds), Holm over {len(family)} comparisons, family-wise error "
+            f"<= {plan.alpha:g} over all looks"
+        )
         rule = (
             f"Sequential design of bench run --until-verdict: {plan.describe()}. Sample: each comparison rests on "
             "the seeds (in seed order) it had when it stopped, for both algorithms on every env it covers. "
@@ -97,6 +108,10 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: i
         alpha = ALPHA / (len(earlier) + 1)
         family = fixed_design(scores, pairs, tasks, alpha=alpha, margin=MARGIN, min_runs=min_runs)
         design = "fixed"
+        short = (
+            f"exact permutation test of P(X > Y) (one look), Holm over {len(family)} comparisons, family-wise error "
+            f"<= {alpha:.3g}; a verdict needs >= {min_runs} runs per algorithm and env"
+        )
         rule = (
             "Fixed design: one look per comparison at the seeds both algorithms have on every env it covers (the "
             "first n in seed order), exact permutation test of P(X > Y) (Mann-Whitney, ties half), Holm over all "
@@ -121,9 +136,12 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: i
                 "taken between its waves."
             )
     return {
+        "tasks": list(tasks),
         "design": design,
         "alpha": alpha,
         "rule": rule,
+        "rule_short": short,
+        "margin": plan.margin if plan is not None else MARGIN,
         "plan": plan.as_dict() if plan is not None else None,
         "extended": extended,
         "earlier_reports": earlier,
@@ -131,6 +149,95 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: i
         "figure": figure,
         "family": family,
     }
+
+
+def verdict_of(c: Comparison, margin: float) -> tuple[str, str]:
+    """The one wording of a decided comparison: ``(kind, text)``, kind ``better``, ``equivalent``,
+    ``no_difference``, ``open`` (a sequential design with looks still to come) or ``too_few_runs``.
+
+    Args:
+        c: a comparison of the family.
+        margin: the equivalence margin on P(X > Y).
+    """
+    if c.outcome in ("x_better", "y_better"):
+        winner, loser = (c.x, c.y) if c.outcome == "x_better" else (c.y, c.x)
+        return "better", f"{winner} is credibly better than {loser}"
+    if c.outcome == "equivalent":
+        return "equivalent", f"{c.x} and {c.y} are credibly equivalent (P({c.x} > {c.y}) within 0.5 ± {margin:g})"
+    if not c.looks or c.reason.startswith("too few runs"):
+        return "too_few_runs", c.reason or "too few runs for a verdict"
+    if c.reason.startswith("open after look"):
+        return "open", f"no verdict yet between {c.x} and {c.y} ({c.reason}; the design has more looks)"
+    return "no_difference", f"no credible difference between {c.x} and {c.y}"
+
+
+def _headline(control: dict[str, Any], x: str, y: str) -> Comparison:
+    """The comparison that decides the pair: its aggregate over the envs, or its one env."""
+    for c in control["family"]:
+        if {c.x, c.y} == {x, y} and (c.env == "aggregate" or len(c.envs) == len(control["tasks"])):
+            return c
+    raise KeyError(f"no comparison of {x} and {y} in the family")
+
+
+def pair_verdicts(
+    control: dict[str, Any] | None,
+    poi: Mapping[tuple[str, str], Interval],
+    counts: Mapping[str, list[int]],
+    steps: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """One verdict per pair of the probability-of-improvement table, from the error-controlled decision of the
+    pair's comparison over the report's envs (its aggregate, or its one env), next to the bootstrap interval.
+
+    Args:
+        control: :func:`error_control`'s result.
+        poi: (X, Y) -> 95 % bootstrap CI of P(X > Y) over the aggregated envs.
+        counts: algo -> runs per aggregated env.
+        steps: algo -> env steps per run (text).
+    """
+    out = []
+    if control is None:
+        return out
+    for (x, y), iv in poi.items():
+        c = _headline(control, x, y)
+        kind, text = verdict_of(c, control["margin"])
+        winner = None
+        if kind == "better":
+            winner = c.x if c.outcome == "x_better" else c.y
+        lk = c.looks[-1] if c.looks else None
+        out.append(
+            {
+                "x": x,
+                "y": y,
+                "interval": iv,
+                "kind": kind,
+                "winner": winner,
+                "verdict": text,
+                "comparison": c.env,
+                "seeds": lk.n if lk else 0,
+                "p_value": lk.p_value if lk else None,
+                "rule": control["rule_short"],
+                "design": control["design"],
+                "alpha": control["alpha"],
+                "n_x": min(counts[x]),
+                "n_y": min(counts[y]),
+                "runs": sum(counts[x]) + sum(counts[y]),
+                "tasks": len(control["tasks"]),
+                "env_steps": f"{steps[x]} ({x}), {steps[y]} ({y})" if steps[x] != steps[y] else steps[x],
+            }
+        )
+    return out
+
+
+def decision_text(d: dict[str, Any]) -> str:
+    """How a pair's verdict was decided: its sample, its rule and its error rate (one clause).
+
+    Args:
+        d: one of :func:`pair_verdicts`.
+    """
+    on = "the aggregate over the envs" if d["comparison"] == "aggregate" else d["comparison"]
+    if not d["seeds"] or d["kind"] == "too_few_runs":
+        return f"not decided (verdicts by the {d['rule']})"
+    return f"decided on the first {d['seeds']} seeds per algorithm on {on} (p = {d['p_value']:.3g}) by the {d['rule']}"
 
 
 def _fmt(v: float) -> str:
@@ -148,13 +255,16 @@ def control_blocks(control: dict[str, Any]) -> list[Block]:
         b.append(Block("warn", control["extended"]))
     rows = []
     for c in control["family"]:
+        kind, text = verdict_of(c, control["margin"])
+        if kind == "too_few_runs":  # the details are in the reason column
+            text = "too few runs for a verdict"
         if not c.looks:
-            rows.append([c.x, c.y, c.env, "—", "—", "—", "—", _OUTCOME["open"].format(x=c.x, y=c.y), c.reason])
+            rows.append([c.x, c.y, c.env, "—", "—", "—", "—", text, c.reason])
             continue
         lk = c.looks[-1]
         rows.append(
-            [c.x, c.y, c.env, lk.n, _fmt(lk.point), f"[{_fmt(lk.low)}, {_fmt(lk.high)}]", f"{lk.p_value:.3g}",
-             _OUTCOME[c.outcome].format(x=c.x, y=c.y), c.reason]
+            [c.x, c.y, c.env, lk.n, _fmt(lk.point), f"[{_fmt(lk.low)}, {_fmt(lk.high)}]", f"{lk.p_value:.3g}", text,
+             c.reason]
         )  # fmt: skip
     headers = ["X", "Y", "env", "seeds per algo", "P(X > Y)", "confidence sequence", "repeated p", "verdict",
                "why it stopped"]  # fmt: skip
@@ -183,17 +293,22 @@ def control_blocks(control: dict[str, Any]) -> list[Block]:
 
 
 def summary_lines(control: dict[str, Any]) -> list[str]:
-    """One line per settled comparison, for the report's summary.
+    """One line per settled comparison on one env that is not already a pair's headline (a report over several
+    envs: the pair's line states its aggregate), in the same wording.
 
     Args:
         control: :func:`error_control`'s result.
     """
     out = []
     for c in control["family"]:
-        if c.outcome != "open" and c.looks:
+        if c.env == "aggregate" or len(c.envs) == len(control["tasks"]):
+            continue  # the pair's headline: stated by its summary line
+        kind, text = verdict_of(c, control["margin"])
+        if kind in ("better", "equivalent"):
+            lk = c.looks[-1]
             out.append(
-                f"With error control ({control['design']} design, Holm, family-wise {control['alpha']:.3g}): "
-                f"{c.reason.split(': ', 1)[-1]} on {c.env} ({c.looks[-1].n} seeds per algorithm)."
+                f"On {c.env}: {text}; decided on the first {lk.n} seeds per algorithm (p = {lk.p_value:.3g}) by the "
+                f"{control['rule_short']}."
             )
     return out
 
@@ -201,5 +316,7 @@ def summary_lines(control: dict[str, Any]) -> list[str]:
 def as_json(control: dict[str, Any]) -> dict[str, Any]:
     """The JSON part (no objects)."""
     out = {k: v for k, v in control.items() if k != "family"}
+    for c, d in zip(control["family"], out["comparisons"], strict=True):
+        d["kind"], d["verdict"] = verdict_of(c, control["margin"])
     out["figure"] = str(control["figure"]) if control["figure"] is not None else None
     return out

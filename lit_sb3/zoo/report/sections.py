@@ -1,5 +1,5 @@
-"""The report's content: per algorithm × env protocol and hyperparameters, verdicts, the summary lines, and
-the blocks of every section (summary, budget/protocol, aggregates, per-env results, hyperparameters,
+"""The report's content: per algorithm × env protocol and hyperparameters, the summary lines (verdicts from
+:mod:`lit_sb3.zoo.report.control`), and the blocks of every section (summary, budget/protocol, aggregates, per-env results, hyperparameters,
 normalisation constants, failed runs, timing, provenance)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import numpy as np
 
 from lit_sb3.zoo import stats
 from lit_sb3.zoo.report.blocks import Block, _ci, _fmt, _int, _n, _steps
+from lit_sb3.zoo.report.control import decision_text
 from lit_sb3.zoo.results import Results
 
 #: params shown in the budget/protocol table rather than among the hyperparameters (``seed`` varies per run)
@@ -60,44 +61,6 @@ def _protocol(results: Results, env: str, algo: str) -> dict[str, Any]:
     }
 
 
-def _verdicts(
-    poi: dict[tuple[str, str], stats.Interval],
-    counts: dict[str, list[int]],
-    tasks: list[str],
-    steps: dict[str, str],
-    min_runs: int,
-) -> list[dict[str, Any]]:
-    """One verdict per pair: credible only when the CI excludes 0.5 and both have >= ``min_runs`` runs per env."""
-    out = []
-    for (x, y), iv in poi.items():
-        nx, ny = min(counts[x]), min(counts[y])
-        winner = x if iv.low > 0.5 else y if iv.high < 0.5 else None
-        if nx < min_runs or ny < min_runs:
-            kind = "too_few_runs"
-            text = f"too few runs for a verdict (n={nx} {x}, n={ny} {y} per env; a verdict needs >= {min_runs})"
-        elif winner is None:
-            kind, text = "no_difference", f"no credible difference between {x} and {y}"
-        else:
-            loser = y if winner == x else x
-            kind, text = "better", f"{winner} is credibly better than {loser}"
-        out.append(
-            {
-                "x": x,
-                "y": y,
-                "interval": iv,
-                "kind": kind,
-                "winner": winner if kind == "better" else None,
-                "verdict": text,
-                "n_x": nx,
-                "n_y": ny,
-                "runs": sum(counts[x]) + sum(counts[y]),
-                "tasks": len(tasks),
-                "env_steps": f"{steps[x]} ({x}), {steps[y]} ({y})" if steps[x] != steps[y] else steps[x],
-            }
-        )
-    return out
-
-
 def _summary(
     agg: dict[str, dict[str, stats.Interval]],
     verdicts: list[dict[str, Any]],
@@ -118,8 +81,9 @@ def _summary(
         if d["kind"] == "better" and d["winner"] == y:  # state it from the winner's side: P(Y > X) = 1 - P(X > Y)
             x, y, iv = y, x, stats.Interval(1.0 - iv.point, 1.0 - iv.high, 1.0 - iv.low)
         lines.append(
-            f"{d['verdict']}: P({x} > {y}) = {_ci(iv)}; rests on {d['runs']} runs ({d['x']}: n={d['n_x']}, "
-            f"{d['y']}: n={d['n_y']} per env) on {_n(d['tasks'], 'env')}, {d['env_steps']} env steps per run."
+            f"{d['verdict']}: P({x} > {y}) = {_ci(iv)} (95 % bootstrap CI); rests on {d['runs']} runs "
+            f"({d['x']}: n={d['n_x']}, {d['y']}: n={d['n_y']} per env) on {_n(d['tasks'], 'env')}, "
+            f"{d['env_steps']} env steps per run; {decision_text(d)}."
         )
     return lines
 
@@ -144,7 +108,7 @@ def _blocks(
             f"({', '.join(tasks) or 'none'}), 95 % stratified-bootstrap CIs with {_int(a['reps'])} reps "
             f"(seed {a['seed']}, engine {a['engine']}"
             + ("" if a["engine"] == "rliable" else ": vectorised, checked against rliable.library")
-            + f"); a verdict needs >= {a['min_runs']} runs per algorithm and env"
+            + (f"); verdicts: {a['verdict_rule']}" if a["verdict_rule"] else ")")
             + (f"; score table version {a['table_version']}." if a["table_version"] is not None else "."),
         )
     )
@@ -209,10 +173,35 @@ def _blocks(
         b.append(
             Block(
                 "table",
-                headers=["X", "Y", "P(X > Y) [95 % CI]", "runs per env (X + Y)", "verdict"],
+                headers=[
+                    "X",
+                    "Y",
+                    "P(X > Y) [95 % bootstrap CI]",
+                    "runs per env (X + Y)",
+                    "decided on",
+                    "p",
+                    "verdict",
+                ],  # fmt: skip
                 items=[
-                    [d["x"], d["y"], _ci(d["interval"]), f"{d['n_x']} + {d['n_y']}", d["verdict"]] for d in verdicts
-                ],
+                    [
+                        d["x"],
+                        d["y"],
+                        _ci(d["interval"]),
+                        f"{d['n_x']} + {d['n_y']}",
+                        f"{d['comparison']}, {d['seeds']} seeds per algorithm" if d["seeds"] else "—",
+                        f"{d['p_value']:.3g}" if d["p_value"] is not None else "—",
+                        d["verdict"],
+                    ]
+                    for d in verdicts
+                ],  # fmt: skip
+            )
+        )
+        b.append(
+            Block(
+                "p",
+                f"Verdicts: {a['verdict_rule']} (the section Verdicts with error control lists every comparison). "
+                "A pair is decided by its comparison over all aggregated envs (its aggregate P(X > Y), or its one "
+                "env). The bootstrap CI is an interval estimate only: it decides nothing.",
             )
         )
     for path, caption in figs:

@@ -664,12 +664,17 @@ def fixed_design(
     m = len(family)
     holm_levels = [alpha / j for j in range(1, m + 1)]
     data = {k: np.asarray(v, dtype=np.float64) for k, v in scores.items()}
-    for c in family:
+    too_few: dict[int, str] = {}
+    for i, c in enumerate(family):
         xs = [data.get((c.x, e), np.zeros(0)) for e in c.envs]
         ys = [data.get((c.y, e), np.zeros(0)) for e in c.envs]
         n = min(v.size for v in xs + ys)
+        too_few[i] = (
+            f"too few runs for a verdict (n={min(v.size for v in xs)} {c.x}, n={min(v.size for v in ys)} {c.y} per "
+            f"env; a verdict needs >= {max(2, min_runs)})"
+        )
         if n < 2:
-            c.reason = f"too few runs for a test ({n} per algorithm on some env; 2 needed)"
+            c.reason = too_few[i]
             continue
         plan = SequentialPlan(n, n, 1, alpha, margin)
         point, p, direction = group_sequential([v[:n] for v in xs], [v[:n] for v in ys], plan,
@@ -677,11 +682,9 @@ def fixed_design(
         low, high = confidence_sequence(paired_kernel(xs, ys, n), alpha / m)[-1]
         c.looks.append(Look(n, point, low, high, p, direction))
     rejected = holm([c.looks[-1].p_value if c.looks else 1.0 for c in family], alpha)
-    for c, r in zip(family, rejected, strict=True):
+    for i, (c, r) in enumerate(zip(family, rejected, strict=True)):
         if c.looks and c.looks[-1].n < min_runs:
-            c.reason = (
-                f"too few runs for a verdict (n={c.looks[-1].n} per algorithm and env; a verdict needs >= {min_runs})"
-            )
+            c.reason = too_few[i]
         elif c.looks:
             _settle(c, r, 0, alpha, margin, m, last=True)
             if c.outcome == "open":
