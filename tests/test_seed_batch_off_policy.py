@@ -15,6 +15,7 @@ from lit_sb3 import (
     SAC,
     TD3,
     TQC,
+    CrossQ,
     NormalActionNoise,
     RLEnvDataModule,
     RLTrainer,
@@ -98,6 +99,9 @@ EQUIVALENCE = {
                       150, [20, 25, 30]),
     "tqc": (TQC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, policy_kwargs=dict(net_arch=[16], n_quantiles=5)),
             150),
+    # BatchRenorm: per-seed affine parameters and running statistics, BatchNorm warm-up then renormalisation
+    "crossq": (CrossQ, "Pendulum-v1", dict(SAC_KW, learning_starts=30,
+                                           policy_kwargs=dict(net_arch=[16, 16], renorm_warmup_steps=40)), 200),
     "qrdqn": (QRDQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
                                           exploration_fraction=0.5, max_grad_norm=0.5,
                                           policy_kwargs=dict(net_arch=[16], n_quantiles=5)), 200),
@@ -309,6 +313,8 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(SAC, seeds=[0], seed=1)
     with pytest.raises(NotImplementedError, match="TD3 with K > 1 seeds does not support train_freq in episodes with"):
         SeedBatch(TD3, seeds=[0, 1], train_freq=(1, "episode"))
+    with pytest.raises(NotImplementedError, match="CrossQ with K > 1 seeds does not support train_freq in episodes"):
+        SeedBatch(CrossQ, seeds=[0, 1], train_freq=(1, "episode"))
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
     with pytest.raises(ValueError, match="normalize=True with a list"):
