@@ -99,6 +99,12 @@ EQUIVALENCE = {
                       150, [20, 25, 30]),
     "tqc": (TQC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, policy_kwargs=dict(net_arch=[16], n_quantiles=5)),
             150),
+    # gSDE: each seed's exploration matrices from its own stream (per cycle, every 4 steps, and at the warm-up)
+    "sac_sde": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, use_sde=True, sde_sample_freq=4,
+                                         use_sde_at_warmup=True), 200),
+    "sac_sde_train_freq": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, use_sde=True, train_freq=4,
+                                                    gradient_steps=2, policy_kwargs=dict(net_arch=[16, 16],
+                                                                                         use_expln=True)), 200),
     # BatchRenorm: per-seed affine parameters and running statistics, BatchNorm warm-up then renormalisation
     "crossq": (CrossQ, "Pendulum-v1", dict(SAC_KW, learning_starts=30,
                                            policy_kwargs=dict(net_arch=[16, 16], renorm_warmup_steps=40)), 200),
@@ -315,6 +321,8 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(TD3, seeds=[0, 1], train_freq=(1, "episode"))
     with pytest.raises(NotImplementedError, match="CrossQ with K > 1 seeds does not support train_freq in episodes"):
         SeedBatch(CrossQ, seeds=[0, 1], train_freq=(1, "episode"))
+    with pytest.raises(NotImplementedError, match="use_sde with train_freq in episodes"):
+        SeedBatch(SAC, seeds=[0, 1], use_sde=True, train_freq=(1, "episode"))
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
     with pytest.raises(ValueError, match="normalize=True with a list"):

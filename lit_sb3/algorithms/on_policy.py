@@ -199,7 +199,6 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
 
     def _check_seed_batchable(self) -> None:
         unsupported = {
-            "use_sde": self.use_sde,
             "rollout_buffer_class": self.rollout_buffer_class is not None,
             "rollout_buffer_kwargs": bool(self.rollout_buffer_kwargs),
         }
@@ -529,11 +528,15 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             return False
         self.policy.set_training_mode(False)
         rollout_buffer.reset()
+        if self.use_sde:  # each seed's exploration matrices from its own stream, as collect_rollouts draws them
+            self.policy.reset_noise(self.n_envs)
         callback.on_rollout_start()
         clip_actions = isinstance(self.action_space, spaces.Box)
         device = self.device
         new_obs, dones = self._last_obs, self._last_episode_starts
-        for _ in range(self.n_steps):
+        for n_steps in range(self.n_steps):
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self.policy.reset_noise(self.n_envs)
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, device)
                 actions, values, log_probs, add_kwargs = self._rollout_policy_step(None, obs_tensor)
