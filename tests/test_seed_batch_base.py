@@ -3,6 +3,8 @@ optimisers (lit_sb3.optim), metric routing (lit_sb3.loggers), the seed API of ev
 
 from __future__ import annotations
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch as th
 from torch import nn
@@ -11,6 +13,7 @@ from lit_sb3.loggers import SeedRoutingLogger
 from lit_sb3.optim import PerSeedAdam, PerSeedRMSprop, build_optimizer
 from lit_sb3.policies.batch_renorm import BatchRenorm
 from lit_sb3.policies.seed_stack import (
+    SeedConv2d,
     SeedFolded,
     SeedLayerNorm,
     clip_grad_norm_per_seed,
@@ -21,7 +24,7 @@ from lit_sb3.policies.seed_stack import (
     stack_module,
     stack_sequential,
 )
-from lit_sb3.policies.torch_layers import EnsembleLinear
+from lit_sb3.policies.torch_layers import EnsembleLinear, NatureCNN
 
 th.set_num_threads(1)
 
@@ -265,6 +268,33 @@ def test_stack_module_stacks_layer_norm_and_batch_renorm_per_seed():
     for link in links:
         link.write_member(2)
     th.testing.assert_close(stacked(x)[2], nets[2](x[2]))
+
+
+def test_stack_module_stacks_nature_cnn_per_seed():
+    """NatureCNN (Conv2d, ReLU, Flatten, Linear) of K = 3 seeds on ``[K, batch, C, H, W]``: outputs, gradients and
+    write-back equal each seed's own network."""
+    space = gym.spaces.Box(0, 255, (3, 36, 36), dtype=np.uint8)
+    nets = []
+    for seed in range(3):
+        th.manual_seed(seed)
+        nets.append(NatureCNN(space, features_dim=16))
+    stacked, links = stack_module(nets)
+    assert isinstance(stacked.cnn[0], SeedConv2d) and len(links) == 8  # 3 Conv2d + 1 Linear, weight and bias
+    x = th.rand(3, 5, 3, 36, 36)
+    y = stacked(x)
+    y.square().sum().backward()
+    for i, net in enumerate(nets):
+        yi = net(x[i])
+        yi.square().sum().backward()
+        th.testing.assert_close(y[i], yi)
+    for link in links:
+        for i in range(3):
+            th.testing.assert_close(link.seed_slice(i, link.stacked.grad), link.member_tensors[i].grad)
+    with th.no_grad():
+        stacked.cnn[0].weight.mul_(1.5)
+    for link in links:
+        link.write_member(1)
+    th.testing.assert_close(stacked(x)[1], nets[1](x[1]))
 
 
 def test_per_seed_reductions_dispatch_to_the_single_seed_kernels_at_k1():

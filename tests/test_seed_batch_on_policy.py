@@ -21,6 +21,7 @@ from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer, SeedBatch
 from lit_sb3.algorithms.ppo_mask import MaskablePPO
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.vec_env import make_vec_env
+from tests.tiny_image_env import TINY_IMAGE_ENV
 
 th.set_num_threads(1)
 
@@ -260,6 +261,31 @@ def test_gsde_seeds_retrace_separate_runs(cls, extra, tmp_path):
         )
         member = model.member(i)
         assert member.num_timesteps == single.num_timesteps and member._n_updates == single._n_updates
+        _params_close(member, single, atol=1e-4)
+        rewards = [ep["r"] for ep in member.ep_info_buffer]
+        np.testing.assert_allclose(rewards, [ep["r"] for ep in single.ep_info_buffer], rtol=1e-4)
+        assert rewards
+
+
+@pytest.mark.parametrize("cls", [PPO, A2C])
+def test_cnn_policy_on_images_retraces_separate_runs(cls, tmp_path):
+    """Images (channel-last, transposed per seed): NatureCNN stacked per seed (SeedConv2d): parameters and every
+    episode's reward equal the separate runs'."""
+    extra = dict(batch_size=16, n_epochs=2) if cls is PPO else {}
+    kwargs = dict(n_steps=16, policy_kwargs=dict(net_arch=[16], features_extractor_kwargs=dict(features_dim=16)),
+                  **extra)  # fmt: skip
+    model = SeedBatch(cls, seeds=SEEDS, policy="CnnPolicy", **kwargs)
+    trainer = RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=_envs(TINY_IMAGE_ENV, SEEDS)))
+    assert model.failed == {} and model.observation_space.shape == (3, 36, 36)
+    for i, seed in enumerate(SEEDS):
+        single = cls("CnnPolicy", seed=seed, **kwargs)
+        RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single,
+            datamodule=RLEnvDataModule(train_env=make_vec_env(TINY_IMAGE_ENV, n_envs=N_ENVS, seed=seed)),
+        )
+        member = model.member(i)
+        assert member._n_updates == single._n_updates > 0
         _params_close(member, single, atol=1e-4)
         rewards = [ep["r"] for ep in member.ep_info_buffer]
         np.testing.assert_allclose(rewards, [ep["r"] for ep in single.ep_info_buffer], rtol=1e-4)

@@ -296,10 +296,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     def _setup_seed_model(self) -> None:
         """K > 1: build the members as their separate runs, stack them, one replay storage for all seeds."""
         space = self.observation_space
-        if not isinstance(space, spaces.Box) or is_image_space(space):
+        if not isinstance(space, spaces.Box):
             raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds supports vector (Box) observations only yet, got {space} "
-                "(K = 1 supports every space)."
+                f"{type(self).__name__} with K > 1 seeds supports Box observations (vectors, images) only yet, got "
+                f"{space} (K = 1 supports every space)."
             )
         assert self._seed_state is not None
         if self.n_steps > 1 and any(vn is not None for vn in self._seed_state.normalizers):
@@ -508,7 +508,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         Args:
             observation: batch of observations ``[n_envs, ...]`` from the VecEnv.
         """
-        if self._lean_obs:
+        if self._lean_obs or self._seed_state is not None:  # K > 1: Box observations [K, n_envs, ...], as they are
             obs_tensor: Any = th.as_tensor(observation, device=self.device)
         else:
             obs_tensor, _ = self.policy.obs_to_tensor(observation)

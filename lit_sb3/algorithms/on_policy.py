@@ -22,7 +22,6 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
 from lit_sb3.buffers.rollout import DictRolloutBuffer, RolloutBuffer
 from lit_sb3.callbacks.base import BaseCallback
-from lit_sb3.core.preprocessing import is_image_space
 from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.policies.seed_stack import clip_grad_norm_per_seed
@@ -212,9 +211,9 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         """K > 1: build the members as their separate runs, stack their policies (the optimiser per seed: a seed
         sits out the rest of an update after its ``target_kl`` stop), one rollout storage for all seeds."""
         space = self.observation_space
-        if isinstance(space, spaces.Dict) or is_image_space(space):
+        if isinstance(space, spaces.Dict):
             raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds supports vector observations only yet, got {space} "
+                f"{type(self).__name__} with K > 1 seeds does not support Dict observations yet, got {space} "
                 "(K = 1 supports every space)."
             )
         self._setup_lr_schedule()
