@@ -21,7 +21,7 @@ from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer, SeedBatch
 from lit_sb3.algorithms.ppo_mask import MaskablePPO
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.vec_env import make_vec_env
-from tests.tiny_image_env import TINY_IMAGE_ENV
+from tests.tiny_image_env import TINY_DICT_ENV, TINY_IMAGE_ENV
 
 th.set_num_threads(1)
 
@@ -267,22 +267,26 @@ def test_gsde_seeds_retrace_separate_runs(cls, extra, tmp_path):
         assert rewards
 
 
-@pytest.mark.parametrize("cls", [PPO, A2C])
-def test_cnn_policy_on_images_retraces_separate_runs(cls, tmp_path):
-    """Images (channel-last, transposed per seed): NatureCNN stacked per seed (SeedConv2d): parameters and every
-    episode's reward equal the separate runs'."""
+@pytest.mark.parametrize(
+    "cls, env_id, policy", [(PPO, TINY_IMAGE_ENV, "CnnPolicy"), (A2C, TINY_IMAGE_ENV, "CnnPolicy"),
+                            (PPO, TINY_DICT_ENV, "MultiInputPolicy"), (A2C, TINY_DICT_ENV, "MultiInputPolicy")]
+)  # fmt: skip
+def test_cnn_and_dict_policies_retrace_separate_runs(cls, env_id, policy, tmp_path):
+    """Images (channel-last, transposed per seed): NatureCNN stacked per seed (SeedConv2d); Dict observations (a
+    vector and an image): CombinedExtractor stacked per seed, one rollout storage per key with a leading K:
+    parameters and every episode's reward equal the separate runs'."""
     extra = dict(batch_size=16, n_epochs=2) if cls is PPO else {}
-    kwargs = dict(n_steps=16, policy_kwargs=dict(net_arch=[16], features_extractor_kwargs=dict(features_dim=16)),
-                  **extra)  # fmt: skip
-    model = SeedBatch(cls, seeds=SEEDS, policy="CnnPolicy", **kwargs)
+    extractor = dict(features_dim=16) if policy == "CnnPolicy" else dict(cnn_output_dim=16)
+    kwargs = dict(n_steps=16, policy_kwargs=dict(net_arch=[16], features_extractor_kwargs=extractor), **extra)
+    model = SeedBatch(cls, seeds=SEEDS, policy=policy, **kwargs)
     trainer = RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
-    trainer.fit(model, datamodule=RLEnvDataModule(train_env=_envs(TINY_IMAGE_ENV, SEEDS)))
-    assert model.failed == {} and model.observation_space.shape == (3, 36, 36)
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=_envs(env_id, SEEDS)))
+    assert model.failed == {}
     for i, seed in enumerate(SEEDS):
-        single = cls("CnnPolicy", seed=seed, **kwargs)
+        single = cls(policy, seed=seed, **kwargs)
         RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
             single,
-            datamodule=RLEnvDataModule(train_env=make_vec_env(TINY_IMAGE_ENV, n_envs=N_ENVS, seed=seed)),
+            datamodule=RLEnvDataModule(train_env=make_vec_env(env_id, n_envs=N_ENVS, seed=seed)),
         )
         member = model.member(i)
         assert member._n_updates == single._n_updates > 0

@@ -1,4 +1,5 @@
-"""A tiny image env for the seed-batching tests (registered on import as ``SeedBatchTinyImage-v0``)."""
+"""Tiny image and Dict envs for the seed-batching tests (registered on import as ``SeedBatchTinyImage-v0`` and
+``SeedBatchTinyDict-v0``)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,22 @@ class TinyImageEnv(gym.Env):
 TINY_IMAGE_ENV = "SeedBatchTinyImage-v0"
 if TINY_IMAGE_ENV not in gym.registry:
     gym.register(TINY_IMAGE_ENV, entry_point=TinyImageEnv)
+
+
+class TinyDictEnv(TinyImageEnv):
+    """Dict observations: a vector and a channel-last image (MultiInputPolicy: CombinedExtractor with a NatureCNN)."""
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        super().__init__(render_mode)
+        self.observation_space = gym.spaces.Dict(
+            {"vec": gym.spaces.Box(-1, 1, (3,), np.float32), "img": self.observation_space}
+        )
+
+    def _obs(self, shift: float = 0.0) -> dict[str, np.ndarray]:  # type: ignore[override]
+        vec = self.np_random.uniform(-1, 1, 3).astype(np.float32) * 0.5 + np.float32(shift) * 0.5
+        return {"vec": vec, "img": super()._obs(shift)}
+
+
+TINY_DICT_ENV = "SeedBatchTinyDict-v0"
+if TINY_DICT_ENV not in gym.registry:
+    gym.register(TINY_DICT_ENV, entry_point=TinyDictEnv)
