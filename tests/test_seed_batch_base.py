@@ -3,14 +3,19 @@ optimisers (lit_sb3.optim), metric routing (lit_sb3.loggers), the seed API of ev
 
 from __future__ import annotations
 
+import gymnasium as gym
+import numpy as np
 import pytest
 import torch as th
 from torch import nn
 
 from lit_sb3.loggers import SeedRoutingLogger
 from lit_sb3.optim import PerSeedAdam, PerSeedRMSprop, build_optimizer
+from lit_sb3.policies.batch_renorm import BatchRenorm
 from lit_sb3.policies.seed_stack import (
+    SeedConv2d,
     SeedFolded,
+    SeedLayerNorm,
     clip_grad_norm_per_seed,
     masked_seed_sum,
     seed_mean,
@@ -19,7 +24,7 @@ from lit_sb3.policies.seed_stack import (
     stack_module,
     stack_sequential,
 )
-from lit_sb3.policies.torch_layers import EnsembleLinear
+from lit_sb3.policies.torch_layers import EnsembleLinear, NatureCNN
 
 th.set_num_threads(1)
 
@@ -205,10 +210,91 @@ def test_stack_module_stacks_a_module_tree_seed_major_and_folds_flatten():
     for i, net in enumerate(nets):
         th.testing.assert_close(y[i], net(x[i], a[i]))  # bmm against mm: reassociation, default tolerance
     assert len(links) == 8  # weight and bias of 2 Linear + 2 EnsembleLinear
-    with pytest.raises(NotImplementedError, match="LayerNorm"):
-        stack_module([nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2)) for _ in range(2)])
+    with pytest.raises(NotImplementedError, match="LSTM"):
+        stack_module([nn.Sequential(nn.Linear(2, 2), nn.LSTM(2, 2)) for _ in range(2)])
     with pytest.raises(ValueError, match="K >= 2"):
         stack_module(nets[:1])
+
+
+class _NormNet(nn.Module):
+    """A LayerNorm MLP body and a BatchRenorm head per member of a 2-critic ensemble (CrossQ's critic layout)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(3, 8), nn.LayerNorm(8), nn.Tanh(), BatchRenorm(8, warmup_steps=1))
+        self.head = nn.Sequential(BatchRenorm(8, n_members=2, warmup_steps=1), EnsembleLinear(2, 8, 1))
+        with th.no_grad():  # affine parameters away from their initial ones, so that a wrong seed shows
+            for p in self.parameters():
+                p.add_(th.randn_like(p) * 0.3)
+
+    def forward(self, x: th.Tensor) -> th.Tensor:
+        features = self.body(x)
+        if features.dim() == 2:
+            return self.head(features)
+        k = features.shape[0]
+        stacked = features.unsqueeze(1).expand(k, 2, *features.shape[1:]).reshape(k * 2, *features.shape[1:])
+        return self.head(stacked).view(k, 2, -1, 1)
+
+
+def test_stack_module_stacks_layer_norm_and_batch_renorm_per_seed():
+    """LayerNorm and BatchRenorm (single and ensemble) keep each seed's affine parameters, running statistics and
+    gradients: K stacked passes (BatchNorm warm-up, then renormalisation, then evaluation) equal K separate ones."""
+    nets = []
+    for seed in range(3):
+        th.manual_seed(seed)
+        nets.append(_NormNet())
+    stacked, links = stack_module(nets)
+    assert isinstance(stacked.body[1], SeedLayerNorm) and stacked.head[0].n_members == 6
+    for step in range(3):  # step 0: warm-up (batch statistics); 1, 2: renormalised with the running statistics
+        x = th.randn(3, 7, 3) * (step + 1)
+        y = stacked(x)
+        y.square().mean(dim=(1, 2, 3)).sum().backward()
+        for i, net in enumerate(nets):
+            yi = net(x[i])
+            yi.square().mean().backward()
+            th.testing.assert_close(y[i], yi)
+    for link in links:
+        for i in range(3):
+            th.testing.assert_close(link.seed_slice(i), link.member_tensors[i].detach())
+            if link.stacked.grad is not None:
+                th.testing.assert_close(link.seed_slice(i, link.stacked.grad), link.member_tensors[i].grad)
+    stacked.eval()
+    x = th.randn(3, 5, 3)
+    for i, net in enumerate(nets):
+        th.testing.assert_close(stacked(x)[i], net.eval()(x[i]))  # running statistics per seed
+    with th.no_grad():
+        stacked.body[1].weight.add_(1.0)
+        stacked.head[0].ra_mean.add_(1.0)
+    for link in links:
+        link.write_member(2)
+    th.testing.assert_close(stacked(x)[2], nets[2](x[2]))
+
+
+def test_stack_module_stacks_nature_cnn_per_seed():
+    """NatureCNN (Conv2d, ReLU, Flatten, Linear) of K = 3 seeds on ``[K, batch, C, H, W]``: outputs, gradients and
+    write-back equal each seed's own network."""
+    space = gym.spaces.Box(0, 255, (3, 36, 36), dtype=np.uint8)
+    nets = []
+    for seed in range(3):
+        th.manual_seed(seed)
+        nets.append(NatureCNN(space, features_dim=16))
+    stacked, links = stack_module(nets)
+    assert isinstance(stacked.cnn[0], SeedConv2d) and len(links) == 8  # 3 Conv2d + 1 Linear, weight and bias
+    x = th.rand(3, 5, 3, 36, 36)
+    y = stacked(x)
+    y.square().sum().backward()
+    for i, net in enumerate(nets):
+        yi = net(x[i])
+        yi.square().sum().backward()
+        th.testing.assert_close(y[i], yi)
+    for link in links:
+        for i in range(3):
+            th.testing.assert_close(link.seed_slice(i, link.stacked.grad), link.member_tensors[i].grad)
+    with th.no_grad():
+        stacked.cnn[0].weight.mul_(1.5)
+    for link in links:
+        link.write_member(1)
+    th.testing.assert_close(stacked(x)[1], nets[1](x[1]))
 
 
 def test_per_seed_reductions_dispatch_to_the_single_seed_kernels_at_k1():

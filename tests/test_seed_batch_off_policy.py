@@ -15,6 +15,7 @@ from lit_sb3 import (
     SAC,
     TD3,
     TQC,
+    CrossQ,
     NormalActionNoise,
     RLEnvDataModule,
     RLTrainer,
@@ -22,6 +23,7 @@ from lit_sb3 import (
     SeedRoutingLogger,
 )
 from lit_sb3.vec_env import make_vec_env
+from tests.tiny_image_env import TINY_IMAGE_ENV
 
 th.set_num_threads(1)
 
@@ -98,6 +100,15 @@ EQUIVALENCE = {
                       150, [20, 25, 30]),
     "tqc": (TQC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, policy_kwargs=dict(net_arch=[16], n_quantiles=5)),
             150),
+    # gSDE: each seed's exploration matrices from its own stream (per cycle, every 4 steps, and at the warm-up)
+    "sac_sde": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, use_sde=True, sde_sample_freq=4,
+                                         use_sde_at_warmup=True), 200),
+    "sac_sde_train_freq": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, use_sde=True, train_freq=4,
+                                                    gradient_steps=2, policy_kwargs=dict(net_arch=[16, 16],
+                                                                                         use_expln=True)), 200),
+    # BatchRenorm: per-seed affine parameters and running statistics, BatchNorm warm-up then renormalisation
+    "crossq": (CrossQ, "Pendulum-v1", dict(SAC_KW, learning_starts=30,
+                                           policy_kwargs=dict(net_arch=[16, 16], renorm_warmup_steps=40)), 200),
     "qrdqn": (QRDQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
                                           exploration_fraction=0.5, max_grad_norm=0.5,
                                           policy_kwargs=dict(net_arch=[16], n_quantiles=5)), 200),
@@ -309,15 +320,38 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(SAC, seeds=[0], seed=1)
     with pytest.raises(NotImplementedError, match="TD3 with K > 1 seeds does not support train_freq in episodes with"):
         SeedBatch(TD3, seeds=[0, 1], train_freq=(1, "episode"))
+    with pytest.raises(NotImplementedError, match="CrossQ with K > 1 seeds does not support train_freq in episodes"):
+        SeedBatch(CrossQ, seeds=[0, 1], train_freq=(1, "episode"))
+    with pytest.raises(NotImplementedError, match="use_sde with train_freq in episodes"):
+        SeedBatch(SAC, seeds=[0, 1], use_sde=True, train_freq=(1, "episode"))
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
     with pytest.raises(ValueError, match="normalize=True with a list"):
         RLEnvDataModule(train_env=_envs("Pendulum-v1", [0]), normalize=True)
-    with pytest.raises(NotImplementedError, match=r"vector \(Box\) observations only"):
+    with pytest.raises(NotImplementedError, match=r"Box observations \(vectors, images\) only"):
         SeedBatch(DQN, seeds=[0, 1]).set_env(_envs("FrozenLake-v1", [0, 1]))
     batch = SeedBatch(SAC, seeds=[0, 1])
     with pytest.raises(ValueError, match="one env per seed"):
         batch.set_env(_envs("Pendulum-v1", [0]))
+
+
+@pytest.mark.parametrize("cls", [SAC, TD3])
+def test_cnn_policy_on_images_k3_equals_three_separate_runs(cls, tmp_path):
+    """Images (channel-last, transposed per seed): NatureCNN's Conv2d layers stacked per seed (SeedConv2d), uint8
+    replay storage with a leading K; parameters and optimiser states after whole fits equal the separate runs'."""
+    seeds = [3, 5, 7]
+    kwargs = dict(learning_starts=20, batch_size=8, buffer_size=200, train_freq=2,
+                  policy_kwargs=dict(net_arch=[16], features_extractor_kwargs=dict(features_dim=16)))  # fmt: skip
+    batch = SeedBatch(cls, seeds=seeds, policy="CnnPolicy", **kwargs)
+    _fit(batch, _envs(TINY_IMAGE_ENV, seeds), 60, tmp_path)
+    assert not batch.failed and batch.observation_space.shape == (3, 36, 36)
+    for i, seed in enumerate(seeds):
+        single = cls("CnnPolicy", seed=seed, **kwargs)
+        _fit(single, make_vec_env(TINY_IMAGE_ENV, n_envs=1, seed=seed), 60, tmp_path)
+        member = batch.member(i)
+        assert member._n_updates == single._n_updates > 0
+        _assert_state_equal(member.policy.state_dict(), single.policy.state_dict(), atol=1e-5)
+        _assert_optimizers_equal(member, single)
 
 
 def _mean_return(model, seed: int) -> float:

@@ -21,6 +21,7 @@ from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer, SeedBatch
 from lit_sb3.algorithms.ppo_mask import MaskablePPO
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.vec_env import make_vec_env
+from tests.tiny_image_env import TINY_DICT_ENV, TINY_IMAGE_ENV
 
 th.set_num_threads(1)
 
@@ -237,6 +238,64 @@ def test_ppo_through_rltrainer_retraces_separate_runs(tmp_path):
         assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
 
 
+@pytest.mark.parametrize(
+    "cls, extra",
+    [
+        (PPO, dict(n_epochs=3, batch_size=16, sde_sample_freq=4)),
+        (PPO, dict(n_epochs=2, batch_size=32, policy_kwargs=dict(net_arch=[16], full_std=False, squash_output=True))),
+        (A2C, dict(sde_sample_freq=8)),
+    ],
+)
+def test_gsde_seeds_retrace_separate_runs(cls, extra, tmp_path):
+    """gSDE over K = 3 seeds: each seed's exploration matrices (per rollout, every ``sde_sample_freq`` steps) come
+    from its own stream, its log-std is its own: parameters and every episode's reward equal the separate runs'."""
+    kwargs = dict(dict(n_steps=32, use_sde=True, policy_kwargs=dict(net_arch=[16])), **extra)
+    model = SeedBatch(cls, seeds=SEEDS, **kwargs)
+    trainer = RLTrainer(max_steps=400, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=_envs("Pendulum-v1", SEEDS)))
+    assert model.failed == {} and model.policy.log_std.shape[0] == len(SEEDS)
+    for i, seed in enumerate(SEEDS):
+        single = cls("MlpPolicy", seed=seed, **kwargs)
+        RLTrainer(max_steps=400, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single, datamodule=RLEnvDataModule(train_env=make_vec_env("Pendulum-v1", n_envs=N_ENVS, seed=seed))
+        )
+        member = model.member(i)
+        assert member.num_timesteps == single.num_timesteps and member._n_updates == single._n_updates
+        _params_close(member, single, atol=1e-4)
+        rewards = [ep["r"] for ep in member.ep_info_buffer]
+        np.testing.assert_allclose(rewards, [ep["r"] for ep in single.ep_info_buffer], rtol=1e-4)
+        assert rewards
+
+
+@pytest.mark.parametrize(
+    "cls, env_id, policy", [(PPO, TINY_IMAGE_ENV, "CnnPolicy"), (A2C, TINY_IMAGE_ENV, "CnnPolicy"),
+                            (PPO, TINY_DICT_ENV, "MultiInputPolicy"), (A2C, TINY_DICT_ENV, "MultiInputPolicy")]
+)  # fmt: skip
+def test_cnn_and_dict_policies_retrace_separate_runs(cls, env_id, policy, tmp_path):
+    """Images (channel-last, transposed per seed): NatureCNN stacked per seed (SeedConv2d); Dict observations (a
+    vector and an image): CombinedExtractor stacked per seed, one rollout storage per key with a leading K:
+    parameters and every episode's reward equal the separate runs'."""
+    extra = dict(batch_size=16, n_epochs=2) if cls is PPO else {}
+    extractor = dict(features_dim=16) if policy == "CnnPolicy" else dict(cnn_output_dim=16)
+    kwargs = dict(n_steps=16, policy_kwargs=dict(net_arch=[16], features_extractor_kwargs=extractor), **extra)
+    model = SeedBatch(cls, seeds=SEEDS, policy=policy, **kwargs)
+    trainer = RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
+    trainer.fit(model, datamodule=RLEnvDataModule(train_env=_envs(env_id, SEEDS)))
+    assert model.failed == {}
+    for i, seed in enumerate(SEEDS):
+        single = cls(policy, seed=seed, **kwargs)
+        RLTrainer(max_steps=64, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single,
+            datamodule=RLEnvDataModule(train_env=make_vec_env(env_id, n_envs=N_ENVS, seed=seed)),
+        )
+        member = model.member(i)
+        assert member._n_updates == single._n_updates > 0
+        _params_close(member, single, atol=1e-4)
+        rewards = [ep["r"] for ep in member.ep_info_buffer]
+        np.testing.assert_allclose(rewards, [ep["r"] for ep in single.ep_info_buffer], rtol=1e-4)
+        assert rewards
+
+
 @pytest.mark.parametrize("cls", [PPO, A2C])
 def test_member_save_load_round_trip(cls, tmp_path):
     kwargs = dict(n_steps=8, policy_kwargs=dict(net_arch=[16]))
@@ -382,8 +441,6 @@ def test_diverging_env_masks_its_seed_alone(tmp_path):
 def test_bad_options_are_refused_before_training():
     with pytest.raises(NotImplementedError, match="rollout_buffer_kwargs"):
         SeedBatch(PPO, seeds=[0, 1], rollout_buffer_kwargs=dict(foo=1))
-    with pytest.raises(NotImplementedError, match="use_sde"):
-        SeedBatch(PPO, seeds=[0, 1], use_sde=True)
     model = SeedBatch(PPO, seeds=[0, 1], policy_kwargs=dict(optimizer_class=th.optim.SGD))
     with pytest.raises(ValueError, match="Adam and RMSprop"):
         model.set_env(_envs("CartPole-v1", [0, 1]))

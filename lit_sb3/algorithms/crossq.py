@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 import torch as th
 from gymnasium import spaces
 from torch import nn
-from torch.nn import functional as F
 
+from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.sac import SAC, _mean
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.core.noise import ActionNoise
@@ -29,6 +29,7 @@ from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.batch_renorm import BatchRenorm
 from lit_sb3.policies.crossq import CrossQActor, CrossQCritic, CrossQPolicy, MlpPolicy
 from lit_sb3.policies.registry import register_class
+from lit_sb3.policies.seed_stack import masked_seed_sum, seed_mean, seed_mse
 
 __all__ = ["CrossQ"]
 
@@ -79,7 +80,7 @@ class CrossQ(SAC):
     """
 
     zoo_name: ClassVar[str] = "crossq"
-    seed_batching: ClassVar[bool] = False  # its update is not written over K seeds yet
+    seed_batching: ClassVar[bool] = True
     supported_action_spaces: ClassVar[tuple[type[spaces.Space], ...]] = (spaces.Box,)
     default_run_name: ClassVar[str] = "CrossQ"
     search_space: ClassVar[str | None] = "crossq"
@@ -156,6 +157,20 @@ class CrossQ(SAC):
         self.policy_delay = policy_delay
         self._init_env_and_model(env, _init_setup_model)
 
+    def _check_seed_batchable(self) -> None:
+        super()._check_seed_batchable()
+        if self._seeds_sit_out():  # a seed sitting out an update would still count BatchRenorm's warm-up passes
+            raise NotImplementedError(
+                f"{type(self).__name__} with K > 1 seeds does not support train_freq in episodes yet (K = 1 does)."
+            )
+
+    def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
+        """BatchRenorm's warm-up counters (one for all seeds, which update in lockstep) into member i."""
+        super()._sync_member_state(i, member)
+        for mine, theirs in zip(self._all_norms, member._all_norms):  # type: ignore[attr-defined]
+            theirs.steps.copy_(mine.steps)
+            theirs._steps = mine._steps
+
     def _setup_model(self) -> None:
         super()._setup_model()
         # BatchRenorm behaves differently in training and evaluation mode: collection must use evaluation mode.
@@ -187,9 +202,12 @@ class CrossQ(SAC):
     def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
         """CrossQ update: ``gradient_steps`` critic steps, the actor and entropy coefficient every ``policy_delay``.
 
+        Written once for K >= 1 seeds (as :meth:`SAC.train`): ``[batch, ...]`` tensors at K = 1, ``[K, batch, ...]``
+        at K > 1 with per-seed losses ``[K]`` and per-seed BatchRenorm statistics.
+
         Args:
             gradient_steps: number of gradient steps (a bool calls ``nn.Module.train(mode)``).
-            batch_size: minibatch size.
+            batch_size: minibatch size (per seed).
         """
         if isinstance(gradient_steps, bool):
             return nn.Module.train(self, gradient_steps)
@@ -200,18 +218,22 @@ class CrossQ(SAC):
             optimizers.append(self.ent_coef_optimizer)
         self._update_learning_rate(optimizers)
         actor, critic = self.actor, self.critic
+        n_critics, k, active = critic.n_critics, self.n_seeds, self._active_mask()
+        batch_dim = 0 if k == 1 else 1  # where (s, s') and (a, a') are joined
 
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
         for _ in range(gradient_steps):
             self._n_updates += 1
-            data = self.replay_buffer.sample(batch_size, env=self._vec_normalize_env)
+            data = self._sample_replay(batch_size)
             discounts = data.discounts if data.discounts is not None else self.gamma
             if self.use_sde:
                 actor.reset_noise()
 
-            # alpha of this step (the entropy coefficient is updated with the actor, below)
+            # alpha of this step (the entropy coefficient is updated with the actor, below); one per seed
             ent_coef = th.exp(self.log_ent_coef.detach()) if self.log_ent_coef is not None else self.ent_coef_tensor
-            ent_coefs.append(ent_coef.reshape(()))
+            ent_coefs.append(ent_coef.reshape(()) if k == 1 else ent_coef.expand(k))
+            if k > 1:
+                ent_coef = ent_coef.view(-1, 1, 1)
 
             # a' ~ pi(.|s'), the actor's BatchRenorm in evaluation mode (running statistics)
             with th.no_grad():
@@ -221,41 +243,41 @@ class CrossQ(SAC):
             # joint forward of [s, s'] and [a, a'] through all critics: BatchRenorm statistics of the mixture
             _set_mode(self._critic_norms, True)
             all_q_values = critic.forward_stacked(
-                th.cat([data.observations, data.next_observations]), th.cat([data.actions, next_actions])
-            )  # [n_critics, 2 * batch, 1]
+                th.cat([data.observations, data.next_observations], dim=batch_dim),
+                th.cat([data.actions, next_actions], dim=batch_dim),
+            )  # [(K,) n_critics, 2 * batch, 1]
             _set_mode(self._critic_norms, False)
-            current_q_values, next_q_values = all_q_values.split(batch_size, dim=1)
+            current_q_values, next_q_values = all_q_values.split(batch_size, dim=-2)
 
             # target without target networks: y = r + gamma * (1 - done) * (min_i Q_i(s', a') - alpha log pi(a'|s'))
             with th.no_grad():
-                next_q_values = next_q_values.detach().min(dim=0).values - ent_coef * next_log_prob.reshape(-1, 1)
+                next_q_values = next_q_values.detach().min(dim=-3).values - ent_coef * next_log_prob.unsqueeze(-1)
                 target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
 
             # critic loss: 0.5 * sum_i MSE(Q_i(s, a), y)
-            critic_loss = (
-                0.5 * critic.n_critics * F.mse_loss(current_q_values, target_q_values.expand_as(current_q_values))
-            )
+            target_q_values = target_q_values.unsqueeze(-3).expand_as(current_q_values)
+            critic_loss = 0.5 * n_critics * seed_mse(current_q_values, target_q_values, k)
             critic_losses.append(critic_loss.detach())
             critic.optimizer.zero_grad(set_to_none=True)
-            self._backward(critic_loss)
+            self._backward(masked_seed_sum(critic_loss, active))
             critic.optimizer.step()
 
             if self._n_updates % self.policy_delay == 0:
                 # a ~ pi(.|s), the actor's BatchRenorm in training mode
                 _set_mode(self._actor_norms, True)
                 actions_pi, log_prob = actor.action_log_prob(data.observations)
-                log_prob = log_prob.reshape(-1, 1)
+                log_prob = log_prob.unsqueeze(-1)
                 _set_mode(self._actor_norms, False)
 
                 # entropy coefficient: minimise -log(alpha) * (log pi(a|s) + target_entropy)
                 self._update_ent_coef(log_prob, ent_coef_losses)
 
                 # actor loss: alpha * log pi(a|s) - min_i Q_i(s, a), critics in evaluation mode, gradients into the actor
-                min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=0).values
-                actor_loss = (ent_coef * log_prob - min_qf_pi).mean()
+                min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=-3).values
+                actor_loss = seed_mean(ent_coef * log_prob - min_qf_pi, k)
                 actor_losses.append(actor_loss.detach())
                 actor.optimizer.zero_grad(set_to_none=True)
-                self._backward(actor_loss, inputs=self._actor_params)
+                self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
                 actor.optimizer.step()
 
         self.record("train/n_updates", self._n_updates, exclude="tensorboard")
@@ -265,4 +287,8 @@ class CrossQ(SAC):
         self.record("train/critic_loss", _mean(critic_losses))
         if ent_coef_losses:
             self.record("train/ent_coef_loss", _mean(ent_coef_losses))
+        if k > 1:
+            self._check_finite("critic loss", th.stack(critic_losses))
+            if actor_losses:
+                self._check_finite("actor loss", th.stack(actor_losses))
         return None

@@ -272,7 +272,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         unsupported = {
             "replay_buffer_class": self.replay_buffer_class is not None,
             "optimize_memory_usage": self.optimize_memory_usage,
-            "use_sde": self.use_sde,
+            # gSDE noise is redrawn at each seed's own cycle start: not with per-seed cycles yet
+            "use_sde with train_freq in episodes": self.use_sde and self._seeds_sit_out(),
         }
         unknown = sorted(set(self.replay_buffer_kwargs) - {"handle_timeout_termination"})
         if unknown:
@@ -296,10 +297,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     def _setup_seed_model(self) -> None:
         """K > 1: build the members as their separate runs, stack them, one replay storage for all seeds."""
         space = self.observation_space
-        if not isinstance(space, spaces.Box) or is_image_space(space):
+        if not isinstance(space, spaces.Box):
             raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds supports vector (Box) observations only yet, got {space} "
-                "(K = 1 supports every space)."
+                f"{type(self).__name__} with K > 1 seeds supports Box observations (vectors, images) only yet, got "
+                f"{space} (K = 1 supports every space)."
             )
         assert self._seed_state is not None
         if self.n_steps > 1 and any(vn is not None for vn in self._seed_state.normalizers):
@@ -508,7 +509,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         Args:
             observation: batch of observations ``[n_envs, ...]`` from the VecEnv.
         """
-        if self._lean_obs:
+        if self._lean_obs or self._seed_state is not None:  # K > 1: Box observations [K, n_envs, ...], as they are
             obs_tensor: Any = th.as_tensor(observation, device=self.device)
         else:
             obs_tensor, _ = self.policy.obs_to_tensor(observation)
@@ -807,10 +808,14 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._cycle_open = False
         else:
             steps = 0
+            if self.use_sde:  # each seed's exploration matrices from its own stream, as collect_rollouts draws them
+                self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
             callback.on_rollout_start()
         self._set_policy_training_mode(False)
         n_envs = self.n_envs
         while steps < n_steps:
+            if self.use_sde and self.sde_sample_freq > 0 and steps % self.sde_sample_freq == 0:
+                self.actor.reset_noise(n_envs)  # type: ignore[operator]
             actions, buffer_actions = self._sample_seed_actions()
             self.num_timesteps += n_envs
             self._step_seed_envs(actions, buffer_actions)
@@ -838,7 +843,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         seeded action space) during the warm-up, else the stacked policy's, plus each seed's action noise."""
         box = isinstance(self.action_space, spaces.Box)
         members = self.members
-        if self.num_timesteps < self.learning_starts:
+        if self.num_timesteps < self.learning_starts and not (self.use_sde and self.use_sde_at_warmup):
             unscaled = np.stack([np.array([m.action_space.sample() for _ in range(self.n_envs)]) for m in members])
             if not box:
                 return unscaled, unscaled
@@ -932,6 +937,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if infos:
             metrics["rollout/ep_rew_mean"] = safe_mean([info["r"] for info in infos])
             metrics["rollout/ep_len_mean"] = safe_mean([info["l"] for info in infos])
+        if self.use_sde:
+            metrics["train/std"] = self.actor.get_std().detach()[i].mean()  # type: ignore[operator]
         if state.ep_success_buffers[i]:
             metrics["rollout/success_rate"] = safe_mean(state.ep_success_buffers[i])
         self.dump_seed_logs(i, metrics)

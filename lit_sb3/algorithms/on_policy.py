@@ -22,7 +22,6 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
 from lit_sb3.buffers.rollout import DictRolloutBuffer, RolloutBuffer
 from lit_sb3.callbacks.base import BaseCallback
-from lit_sb3.core.preprocessing import is_image_space
 from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.policies.seed_stack import clip_grad_norm_per_seed
@@ -30,6 +29,33 @@ from lit_sb3.utils.math import explained_variance, safe_mean
 from lit_sb3.vec_env import VecEnv
 
 __all__ = ["OnPolicyAlgorithm", "run_iterations", "seed_average", "seed_normalize"]
+
+
+def _copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> Any:
+    """A copy of observations (an array, or a dict of arrays for Dict spaces)."""
+    if isinstance(obs, dict):
+        return {key: np.array(value, copy=True) for key, value in obs.items()}
+    return np.array(obs, copy=True)
+
+
+def _obs_at(obs: np.ndarray | dict[str, np.ndarray], index: Any) -> Any:
+    """``obs[index]`` (per key for Dict observations)."""
+    return {key: value[index] for key, value in obs.items()} if isinstance(obs, dict) else obs[index]
+
+
+def _set_obs(obs: np.ndarray | dict[str, np.ndarray], index: Any, value: Any) -> None:
+    """``obs[index] = value`` (per key for Dict observations)."""
+    if isinstance(obs, dict):
+        for key in obs:
+            obs[key][index] = value[key]
+    else:
+        obs[index] = value
+
+
+def _all_finite(obs: np.ndarray | dict[str, np.ndarray], index: Any = slice(None)) -> bool:
+    """Whether ``obs[index]`` (every key's, for Dict observations) is finite."""
+    values = obs.values() if isinstance(obs, dict) else [obs]
+    return all(np.isfinite(value[index]).all() for value in values)
 
 
 def seed_normalize(x: th.Tensor, n_seeds: int) -> th.Tensor:
@@ -199,7 +225,6 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
 
     def _check_seed_batchable(self) -> None:
         unsupported = {
-            "use_sde": self.use_sde,
             "rollout_buffer_class": self.rollout_buffer_class is not None,
             "rollout_buffer_kwargs": bool(self.rollout_buffer_kwargs),
         }
@@ -213,10 +238,10 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         """K > 1: build the members as their separate runs, stack their policies (the optimiser per seed: a seed
         sits out the rest of an update after its ``target_kl`` stop), one rollout storage for all seeds."""
         space = self.observation_space
-        if isinstance(space, spaces.Dict) or is_image_space(space):
+        if isinstance(space, spaces.Dict) and not all(isinstance(sub, spaces.Box) for sub in space.spaces.values()):
             raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds supports vector observations only yet, got {space} "
-                "(K = 1 supports every space)."
+                f"{type(self).__name__} with K > 1 seeds supports Dict observations of Box entries only yet, got "
+                f"{space} (K = 1 supports every space)."
             )
         self._setup_lr_schedule()
         self._stack_members()
@@ -529,11 +554,15 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             return False
         self.policy.set_training_mode(False)
         rollout_buffer.reset()
+        if self.use_sde:  # each seed's exploration matrices from its own stream, as collect_rollouts draws them
+            self.policy.reset_noise(self.n_envs)
         callback.on_rollout_start()
         clip_actions = isinstance(self.action_space, spaces.Box)
         device = self.device
         new_obs, dones = self._last_obs, self._last_episode_starts
-        for _ in range(self.n_steps):
+        for n_steps in range(self.n_steps):
+            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
+                self.policy.reset_noise(self.n_envs)
             with th.no_grad():
                 obs_tensor = obs_as_tensor(self._last_obs, device)
                 actions, values, log_probs, add_kwargs = self._rollout_policy_step(None, obs_tensor)
@@ -577,21 +606,23 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         observation is failed and its step undone (it keeps its last observation; its env steps no more)."""
         assert self._last_obs is not None
         k, n_envs = self.n_seeds, self.n_envs
-        new_obs = np.array(self._last_obs, copy=True)
+        new_obs = _copy_obs(self._last_obs)
         rewards = np.zeros((k, n_envs), dtype=np.float32)
         dones = np.zeros((k, n_envs), dtype=bool)
         infos: list[list[dict[str, Any]]] = [[{} for _ in range(n_envs)] for _ in range(k)]
         envs = self.envs
         live = self.active_seeds
         for i in live:
-            new_obs[i], rewards[i], dones[i], infos[i] = envs[i].step(actions[i])
-        if not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):  # one check for all seeds
+            obs_i, rewards[i], dones[i], infos[i] = envs[i].step(actions[i])
+            _set_obs(new_obs, i, obs_i)
+        if not (np.isfinite(rewards).all() and _all_finite(new_obs)):  # one check for all seeds
             for i in live:
                 bad_reward = not np.isfinite(rewards[i]).all()
-                if bad_reward or not np.isfinite(new_obs[i]).all():
+                if bad_reward or not _all_finite(new_obs, i):
                     what = "reward" if bad_reward else "observation"
                     self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps + n_envs}")
-                    new_obs[i], rewards[i], dones[i] = self._last_obs[i], 0.0, False
+                    _set_obs(new_obs, i, _obs_at(self._last_obs, i))
+                    rewards[i], dones[i] = 0.0, False
                     infos[i] = [{} for _ in range(n_envs)]
         return new_obs, rewards, dones, infos
 
@@ -608,9 +639,9 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         ]
         if not where:
             return
-        terminal = np.array(new_obs, copy=True)
+        terminal = _copy_obs(new_obs)
         for i, j in where:
-            terminal[i, j] = infos[i][j]["terminal_observation"]
+            _set_obs(terminal, (i, j), infos[i][j]["terminal_observation"])
         with th.no_grad():
             values = self.policy.predict_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
         for i, j in where:
@@ -628,7 +659,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             deque(state.ep_success_buffers[i], maxlen=member.stats_window_size) if state.ep_success_buffers else None
         )
         if self._last_obs is not None:
-            member._last_obs = np.array(self._last_obs[i], copy=True)
+            member._last_obs = _copy_obs(_obs_at(self._last_obs, i))
             member._last_episode_starts = np.array(self._last_episode_starts[i], copy=True)
 
     def _extra_checkpoint_state(self) -> dict[str, Any]:

@@ -437,9 +437,14 @@ class SeedDimensionMixin:
             state.episode_nums = [0] * len(state.members)
         if reset_num_timesteps or self._last_obs is None:  # type: ignore[attr-defined]
             observations = [env.reset() for env in state.envs]
-            if isinstance(observations[0], dict):
-                raise NotImplementedError("K > 1 seeds with Dict observations are not batched yet (K = 1 works).")
-            self._last_obs = np.stack(observations)
+            if isinstance(observations[0], dict):  # Dict observations: one [K, n_envs, ...] array per key
+                if any(vn is not None for vn in state.normalizers):
+                    raise NotImplementedError(
+                        "K > 1 seeds with Dict observations and VecNormalize are not batched yet (K = 1 works)."
+                    )
+                self._last_obs = {key: np.stack([obs[key] for obs in observations]) for key in observations[0]}
+            else:
+                self._last_obs = np.stack(observations)
             self._last_episode_starts = np.ones((len(state.members), self.n_envs), dtype=bool)  # type: ignore[attr-defined]
             normalizers = state.normalizers
             if any(vn is not None for vn in normalizers):

@@ -516,12 +516,21 @@ class StateDependentNoiseDistribution(Distribution):
         self.exploration_mat: th.Tensor | None = None
         self.exploration_matrices: th.Tensor | None = None
         self._weights_std: th.Tensor | None = None
+        # K seeds: seed i's exploration matrices from its own stream (None: torch's global generator)
+        self.seed_generators: list[th.Generator] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies hold the exploration matrices detached (they are redrawn from ``log_std`` before use; a graph
+        tensor cannot be deep-copied, which stacking K seeds' policies does)."""
+        return {k: v.detach() if isinstance(v, th.Tensor) else v for k, v in self.__dict__.items()}
 
     def get_std(self, log_std: th.Tensor) -> th.Tensor:
-        """Positive std ``[latent_sde_dim, action_dim]`` from the log-std parameter.
+        """Positive std ``[latent_sde_dim, action_dim]`` (K seeds: ``[K, latent_sde_dim, action_dim]``) from the
+        log-std parameter.
 
         Args:
-            log_std: the parameter (``[latent_sde_dim, action_dim]``, or ``[latent_sde_dim, 1]`` if not full_std).
+            log_std: the parameter (``[(K,) latent_sde_dim, action_dim]``, or ``[(K,) latent_sde_dim, 1]`` if not
+                full_std).
         """
         if self.use_expln:
             below = th.exp(log_std) * (log_std <= 0)
@@ -536,7 +545,8 @@ class StateDependentNoiseDistribution(Distribution):
         return th.ones(self.latent_sde_dim, self.action_dim, device=log_std.device, dtype=log_std.dtype) * std
 
     def sample_weights(self, log_std: th.Tensor, batch_size: int = 1) -> None:
-        """Sample new exploration matrices (one shared, and ``batch_size`` for parallel envs).
+        """Sample new exploration matrices (one shared, and ``batch_size`` for parallel envs); K seeds: per seed,
+        each from its own generator in the order its separate run draws them.
 
         Args:
             log_std: the log-std parameter.
@@ -545,8 +555,14 @@ class StateDependentNoiseDistribution(Distribution):
         std = self.get_std(log_std)
         self._weights_std = std
         # reparametrised so that gradients reach log_std
-        self.exploration_mat = std * th.randn_like(std)
-        self.exploration_matrices = std * th.randn((batch_size, *std.shape), device=std.device, dtype=std.dtype)
+        if self.seed_generators is None:
+            self.exploration_mat = std * th.randn_like(std)
+            self.exploration_matrices = std * th.randn((batch_size, *std.shape), device=std.device, dtype=std.dtype)
+            return
+        k = std.shape[0]
+        self.exploration_mat = std * seed_randn_like(std, self.seed_generators)  # [K, latent, action]
+        per_env = std.unsqueeze(1).expand(k, batch_size, *std.shape[1:])
+        self.exploration_matrices = std.unsqueeze(1) * seed_randn_like(per_env, self.seed_generators)
 
     @property
     def weights_dist(self) -> th.distributions.Normal:
@@ -582,7 +598,8 @@ class StateDependentNoiseDistribution(Distribution):
             latent_sde: features used by the noise, ``[batch, latent_sde_dim]``.
         """
         self._latent_sde = latent_sde if self.learn_features else latent_sde.detach()
-        variance = th.mm(self._latent_sde**2, self.get_std(log_std) ** 2)
+        matmul = th.mm if latent_sde.dim() == 2 else th.bmm  # K seeds: [K, batch, latent] @ [K, latent, action]
+        variance = matmul(self._latent_sde**2, self.get_std(log_std) ** 2)
         self.mean_actions = mean_actions
         self.std = th.sqrt(variance + self.epsilon)
         return self
@@ -598,7 +615,7 @@ class StateDependentNoiseDistribution(Distribution):
         gaussian_actions = self.bijector.inverse(actions) if self.bijector is not None else actions
         log_prob = sum_independent_dims(_normal_log_prob(gaussian_actions, self.mean_actions, self.std, self.std.log()))
         if self.bijector is not None:
-            log_prob = log_prob - th.sum(self.bijector.log_prob_correction(gaussian_actions), dim=1)
+            log_prob = log_prob - th.sum(self.bijector.log_prob_correction(gaussian_actions), dim=-1)
         return log_prob
 
     def entropy(self) -> th.Tensor | None:
@@ -608,9 +625,16 @@ class StateDependentNoiseDistribution(Distribution):
         return sum_independent_dims(0.5 + _HALF_LOG_2PI + self.std.log())
 
     def get_noise(self, latent_sde: th.Tensor) -> th.Tensor:
-        """Noise ``latent_sde @ W`` (per-env matrices when the batch matches their number)."""
+        """Noise ``latent_sde @ W`` (per-env matrices when the batch matches their number); K seeds:
+        ``latent_sde`` is ``[K, batch, latent]`` and each seed uses its own matrices."""
         assert self.exploration_mat is not None and self.exploration_matrices is not None
         latent_sde = latent_sde if self.learn_features else latent_sde.detach()
+        if latent_sde.dim() == 3:
+            k, batch = latent_sde.shape[:2]
+            if batch == 1 or batch != self.exploration_matrices.shape[1]:
+                return th.bmm(latent_sde, self.exploration_mat)
+            matrices = self.exploration_matrices.reshape(k * batch, *self.exploration_matrices.shape[2:])
+            return th.bmm(latent_sde.reshape(k * batch, 1, -1), matrices).reshape(k, batch, -1)
         if len(latent_sde) == 1 or len(latent_sde) != len(self.exploration_matrices):
             return th.mm(latent_sde, self.exploration_mat)
         return th.bmm(latent_sde.unsqueeze(1), self.exploration_matrices).squeeze(1)

@@ -362,7 +362,8 @@ class CombinedExtractor(BaseFeaturesExtractor):
         self._features_dim = total
 
     def forward(self, observations: TensorDict) -> th.Tensor:
-        return th.cat([extractor(observations[key]) for key, extractor in self.extractors.items()], dim=1)
+        # the features dimension is the last ([batch, ...], or [K, batch, ...] for K seeds)
+        return th.cat([extractor(observations[key]) for key, extractor in self.extractors.items()], dim=-1)
 
 
 def get_actor_critic_arch(net_arch: list[int] | dict[str, list[int]]) -> tuple[list[int], list[int]]:
