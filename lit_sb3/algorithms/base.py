@@ -1044,7 +1044,7 @@ class BaseAlgorithm(L.LightningModule):
             try:
                 restore_vec_env_state(self.env, state["env_state"])
             except ValueError as exc:  # an entry the capture side never writes: refused, nothing of it set
-                where = getattr(self._trainer, "ckpt_path", None) or "the checkpoint"
+                where = getattr(attached_trainer(self), "ckpt_path", None) or "the checkpoint"
                 raise BadFileError(f"{where}: env state: {' '.join(str(exc).split())}") from None
         self._load_extra_checkpoint_state(state["extra"])
 

@@ -171,6 +171,12 @@ class RelayTruncation(gym.Wrapper[ObsType, ActType, ObsType, ActType]):
         super().__init__(env)
         self.monitor = monitor
 
+    def __getattr__(self, name: str) -> Any:
+        """Transparent to attribute reads: ``vec_env.envs[i].x`` still reaches the user's outermost wrapper."""
+        if name.startswith("_") or name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         """Step the env; close the Monitor's episode on a truncation it did not see."""
         observation, reward, terminated, truncated, info = self.env.step(action)
