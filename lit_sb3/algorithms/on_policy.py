@@ -336,24 +336,11 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if self.use_sde:
             self.policy.reset_noise(env.num_envs)
         callback.on_rollout_start()
-        clip_actions = isinstance(self.action_space, spaces.Box)
         device = self.device
         while n_steps < n_rollout_steps:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(env.num_envs)
-            with th.no_grad():
-                obs_tensor = obs_as_tensor(self._last_obs, device)
-                actions, values, log_probs, add_kwargs = self._rollout_policy_step(env, obs_tensor)
-            if values.dtype != th.float32:  # bf16 autocast or 64-true: the buffers hold float32
-                actions = actions.float() if actions.is_floating_point() else actions
-                values, log_probs = values.float(), log_probs.float()
-            actions = actions.cpu().numpy()
-            clipped_actions = actions
-            if clip_actions:
-                if self.policy.squash_output:
-                    clipped_actions = self.policy.unscale_action(clipped_actions)
-                else:
-                    clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
+            actions, clipped_actions, values, log_probs, add_kwargs = self._rollout_actions(env)
             new_obs, rewards, dones, infos = env.step(clipped_actions)
             self.num_timesteps += env.num_envs
             callback.update_locals(locals())
@@ -385,6 +372,31 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _rollout_actions(
+        self, env: VecEnv | None
+    ) -> tuple[np.ndarray, np.ndarray, th.Tensor, th.Tensor, dict[str, Any]]:
+        """One collection step of the policy on :attr:`_last_obs` (one seed or K): the actions as stored, the
+        actions sent to the env (clipped to a Box, or unscaled when the policy squashes), values, log-probabilities
+        and the extra fields of ``rollout_buffer.add``.
+
+        Args:
+            env: the training VecEnv (None for K > 1 seeds).
+        """
+        with th.no_grad():
+            obs_tensor = obs_as_tensor(self._last_obs, self.device)
+            actions, values, log_probs, add_kwargs = self._rollout_policy_step(env, obs_tensor)
+        if values.dtype != th.float32:  # bf16 autocast or 64-true: the buffers hold float32
+            actions = actions.float() if actions.is_floating_point() else actions
+            values, log_probs = values.float(), log_probs.float()
+        actions = actions.cpu().numpy()
+        clipped_actions = actions
+        if isinstance(self.action_space, spaces.Box):
+            if self.policy.squash_output:
+                clipped_actions = self.policy.unscale_action(clipped_actions)
+            else:
+                clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
+        return actions, clipped_actions, values, log_probs, add_kwargs
 
     def _rollout_policy_step(
         self, env: VecEnv, obs_tensor: th.Tensor | dict[str, th.Tensor]
@@ -557,25 +569,12 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if self.use_sde:  # each seed's exploration matrices from its own stream, as collect_rollouts draws them
             self.policy.reset_noise(self.n_envs)
         callback.on_rollout_start()
-        clip_actions = isinstance(self.action_space, spaces.Box)
         device = self.device
         new_obs, dones = self._last_obs, self._last_episode_starts
         for n_steps in range(self.n_steps):
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
                 self.policy.reset_noise(self.n_envs)
-            with th.no_grad():
-                obs_tensor = obs_as_tensor(self._last_obs, device)
-                actions, values, log_probs, add_kwargs = self._rollout_policy_step(None, obs_tensor)
-            if values.dtype != th.float32:  # bf16 autocast or 64-true: the buffers hold float32
-                actions = actions.float() if actions.is_floating_point() else actions
-                values, log_probs = values.float(), log_probs.float()
-            actions = actions.cpu().numpy()
-            clipped_actions = actions
-            if clip_actions:
-                if self.policy.squash_output:
-                    clipped_actions = self.policy.unscale_action(clipped_actions)
-                else:
-                    clipped_actions = np.clip(actions, self.action_space.low, self.action_space.high)
+            actions, clipped_actions, values, log_probs, add_kwargs = self._rollout_actions(None)
             new_obs, rewards, dones, infos = self._step_seed_envs(clipped_actions)
             self.num_timesteps += self.n_envs
             callback.update_locals(locals())

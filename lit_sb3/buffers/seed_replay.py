@@ -9,7 +9,6 @@ with its own ``torch.Generator`` (:func:`~lit_sb3.policies.seed_stack.seed_randi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 import torch as th
@@ -17,22 +16,10 @@ from gymnasium import spaces
 
 from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_obs_dtype
 from lit_sb3.core.preprocessing import get_action_dim, get_obs_shape
+from lit_sb3.core.types import ReplayBufferSamples
 from lit_sb3.policies.seed_stack import seed_randint
 
-__all__ = ["SeedReplayBuffer", "SeedReplaySamples"]
-
-
-class SeedReplaySamples(NamedTuple):
-    """One minibatch per seed, seed-major: observations ``[K, B, ...]``, actions ``[K, B, A]``, rewards and
-    dones ``[K, B, 1]`` (dones without timeouts); ``discounts`` is None (1-step returns), as in
-    :class:`~lit_sb3.buffers.replay.ReplayBufferSamples`."""
-
-    observations: th.Tensor
-    actions: th.Tensor
-    next_observations: th.Tensor
-    dones: th.Tensor
-    rewards: th.Tensor
-    discounts: th.Tensor | None = None
+__all__ = ["SeedReplayBuffer"]
 
 
 class SeedReplayBuffer:
@@ -196,10 +183,11 @@ class SeedReplayBuffer:
         """Transitions stored per seed and sub-env."""
         return self.buffer_size if self.full else self.pos
 
-    def sample(self, batch_size: int, generators: Sequence[th.Generator]) -> SeedReplaySamples:
+    def sample(self, batch_size: int, generators: Sequence[th.Generator]) -> ReplayBufferSamples:
         """``batch_size`` transitions per seed, seed i's uniform indices (slot, then sub-env) drawn from
         ``generators[i]`` in the order :class:`~lit_sb3.buffers.replay.ReplayBuffer` draws them from torch's global
-        generator (so seed i samples what its separate run samples).
+        generator (so seed i samples what its separate run samples). The fields are seed-major: observations
+        ``[K, B, ...]``, actions ``[K, B, A]``, rewards and dones ``[K, B, 1]`` (dones without timeouts).
 
         Args:
             batch_size: minibatch size per seed.
@@ -223,7 +211,7 @@ class SeedReplayBuffer:
             return tensor.flatten(0, 2).index_select(0, at).view(k, -1, *tensor.shape[3:])
 
         if self.n_steps == 1:
-            return SeedReplaySamples(
+            return ReplayBufferSamples(
                 observations=take(self.observations),
                 actions=take(self.actions),
                 next_observations=take(self.next_observations),
@@ -247,7 +235,7 @@ class SeedReplayBuffer:
         returns = (rewards_seq * step_discounts * mask).sum(dim=-1, keepdim=True)
         discounts = th.pow(self.gamma, (last_step + 1).to(th.float64)).to(th.float32).unsqueeze(-1)
         last = (((slots + last_step) % self.buffer_size) * self.n_envs + envs + offset).reshape(-1)
-        return SeedReplaySamples(
+        return ReplayBufferSamples(
             observations=take(self.observations),
             actions=take(self.actions),
             next_observations=take(self.next_observations, last),
