@@ -42,6 +42,7 @@ from lit_sb3.utils.files import torch_load_error
 from lit_sb3.utils.serialization import (
     BadFileError,
     check_declared_net_arch,
+    check_state_shapes,
     decode_value,
     encode_value,
     load_archive,
@@ -1296,13 +1297,7 @@ class BaseAlgorithm(L.LightningModule):
         state = tensors["model"]
         if not isinstance(state, dict) or not all(isinstance(v, th.Tensor) for v in state.values()):
             raise BadFileError(f"{where}: model.pth must hold a dict of tensors")
-        expected = self.state_dict()
-        for key, value in state.items():
-            if key in expected and expected[key].shape != value.shape:
-                raise BadFileError(
-                    f"{where}: model.pth {key} has shape {tuple(value.shape)}, {type(self).__name__}'s network "
-                    f"{tuple(expected[key].shape)}"
-                )
+        check_state_shapes(state, self.state_dict(), where, f"{type(self).__name__}'s network")
         missing, unexpected = self.load_state_dict(state, strict=False)
         if not partial and (unexpected or [k for k in missing if strict or not k.startswith("replay")]):
             raise BadFileError(

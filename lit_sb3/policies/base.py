@@ -292,7 +292,13 @@ class BaseModel(nn.Module):
         import inspect
 
         from lit_sb3.core.schedules import constant_fn
-        from lit_sb3.utils.serialization import BadFileError, check_declared_net_arch, load_archive, space_from_dict
+        from lit_sb3.utils.serialization import (
+            BadFileError,
+            check_declared_net_arch,
+            check_state_shapes,
+            load_archive,
+            space_from_dict,
+        )
 
         data, tensors = load_archive(path, device="cpu")
         where = str(path) if isinstance(path, (str, pathlib.Path)) else getattr(path, "name", None) or "<buffer>"
@@ -318,13 +324,7 @@ class BaseModel(nn.Module):
         except (ValueError, TypeError, KeyError) as exc:
             raise BadFileError(f"{where}: cannot rebuild {cls.__name__}: {' '.join(str(exc).split())}") from None
         state = tensors["model"]
-        expected_state = model.state_dict()
-        for key, value in state.items():
-            if key in expected_state and expected_state[key].shape != value.shape:
-                raise BadFileError(
-                    f"{where}: model.pth {key} has shape {tuple(value.shape)}, the network's "
-                    f"{tuple(expected_state[key].shape)}"
-                )
+        check_state_shapes(state, model.state_dict(), where, "the network's")
         missing, unexpected = model.load_state_dict(state, strict=False)
         if missing or unexpected:
             raise BadFileError(

@@ -567,6 +567,24 @@ def _load_member_tensors(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where:
             ) from None
 
 
+def check_state_shapes(state: Mapping[str, th.Tensor], expected: Mapping[str, th.Tensor], where: str,
+                       network: str) -> None:  # fmt: skip
+    """Refuse an archive tensor whose shape differs from the module's (one :class:`BadFileError` naming the key),
+    before ``load_state_dict`` sees it.
+
+    Args:
+        state: the archive's ``model.pth`` state dict.
+        expected: the module's ``state_dict()``.
+        where: the file, for the message.
+        network: whose network, for the message (e.g. ``"the network's"``).
+    """
+    for key, value in state.items():
+        if key in expected and expected[key].shape != value.shape:
+            raise BadFileError(
+                f"{where}: model.pth {key} has shape {tuple(value.shape)}, {network} {tuple(expected[key].shape)}"
+            )
+
+
 def load_archive(
     path: str | pathlib.Path | io.BufferedIOBase,
     device: th.device | str = "cpu",
