@@ -215,6 +215,7 @@ def run_until_verdict(
         uri: tracking URI.
     """
     from lit_sb3.zoo.commands.run import (
+        _claim_store,
         _command_line,
         _launcher_options,
         _print_summary,
@@ -235,11 +236,7 @@ def run_until_verdict(
         _seed_batch_units([j for j in jobs if j.seed in plan.wave_seeds(0) and j.job_id not in finished],
                           args.seed_batch)  # fmt: skip
         return 0
-    for pair in skipped:
-        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
-    n_stale, active = tracking.mark_stale()
-    if n_stale:
-        print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
+    active = _claim_store(tracking, skipped)
     if active:
         raise BenchError(f"{len(active)} job(s) of this experiment are running in another bench run; wait for it")
     from lit_sb3.zoo.launchers import get_launcher

@@ -245,6 +245,22 @@ def _seed_batch_units(todo: Sequence[Any], size: int) -> list[Any]:
     return units
 
 
+def _claim_store(tracking: Any, skipped: Sequence[Any]) -> dict[str, str]:
+    """Before running: say which pairs are skipped, mark the runs of a dead ``bench run`` KILLED (they run again)
+    and return the jobs another live ``bench run`` is running now (job id -> its process).
+
+    Args:
+        tracking: the experiment's tracking session.
+        skipped: pairs that cannot run.
+    """
+    for pair in skipped:
+        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
+    n_stale, active = tracking.mark_stale()
+    if n_stale:
+        print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
+    return active
+
+
 def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
     """The Ray launcher's options (``--ray-address``, ``--cpus-per-job``, ``--gpus-per-job``); none for local."""
     if args.launcher != "ray":
@@ -433,11 +449,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         _print_plan(jobs, skipped, finished, experiment, uri)
         _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch)
         return 0
-    for pair in skipped:
-        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
-    n_stale, active = tracking.mark_stale()
-    if n_stale:
-        print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
+    active = _claim_store(tracking, skipped)
     todo = [j for j in jobs if j.job_id not in finished and j.job_id not in active]
     n_done_before = sum(j.job_id in finished for j in jobs)
     if active:
