@@ -13,13 +13,13 @@ carry the weights' ulps; measured ~5e-9 relative).
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
 
 from lit_sb3 import ARS, RLEnvDataModule, RLTrainer, SeedBatch
 from lit_sb3.vec_env import make_vec_env
+from tests.envs.nan_seed import NaNObservationAfter
 
 th.set_num_threads(1)
 
@@ -85,28 +85,18 @@ def test_ars_seeds_retrace_separate_runs(case, tmp_path):
         assert model.num_timesteps == min(counts)
 
 
-class _NaNAfter(gym.Wrapper):
-    """Returns a NaN observation from step ``n`` on (a diverging env)."""
-
-    def __init__(self, env: gym.Env, n: int) -> None:
-        super().__init__(env)
-        self.n, self.t = n, 0
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.t += 1
-        if self.t >= self.n:
-            obs = np.full_like(obs, np.nan)
-        return obs, reward, terminated, truncated, info
-
-
 def test_ars_diverging_env_masks_its_seed_alone(tmp_path):
     """Seed index 1's env returns NaN observations from its 50th step: that seed stops with finite weights while
     seeds 0 and 2 go on and still equal their separate runs."""
     policy, env_id, n_envs, env_kwargs, kwargs, budget = ARS_CASES["mlp_pendulum"]
     envs = [make_vec_env(env_id, n_envs=n_envs, seed=s, env_kwargs=env_kwargs) for s in SEEDS]
     envs[1] = make_vec_env(
-        env_id, n_envs=n_envs, seed=SEEDS[1], env_kwargs=env_kwargs, wrapper_class=_NaNAfter, wrapper_kwargs=dict(n=50)
+        env_id,
+        n_envs=n_envs,
+        seed=SEEDS[1],
+        env_kwargs=env_kwargs,
+        wrapper_class=NaNObservationAfter,
+        wrapper_kwargs=dict(n=50),
     )
     model = SeedBatch(ARS, seeds=SEEDS, policy=policy, **kwargs)
     _fit(model, envs, budget, tmp_path)

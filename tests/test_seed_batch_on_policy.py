@@ -21,6 +21,7 @@ from lit_sb3 import A2C, PPO, RLEnvDataModule, RLTrainer, SeedBatch
 from lit_sb3.algorithms.ppo_mask import MaskablePPO
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.vec_env import make_vec_env
+from tests.envs.nan_seed import NaNObservationAfter
 from tests.tiny_image_env import TINY_DICT_ENV, TINY_IMAGE_ENV
 
 th.set_num_threads(1)
@@ -403,27 +404,14 @@ def test_trpo_seeds_retrace_separate_runs(env_id, extra, atol, tmp_path):
         np.testing.assert_allclose(*rewards, rtol=1e-4 if env_id == "Pendulum-v1" else 0)
 
 
-class _NaNAfter(gym.Wrapper):
-    """Returns a NaN observation from step ``n`` on (a diverging env)."""
-
-    def __init__(self, env: gym.Env, n: int) -> None:
-        super().__init__(env)
-        self.n, self.t = n, 0
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self.t += 1
-        if self.t >= self.n:
-            obs = np.full_like(obs, np.nan)
-        return obs, reward, terminated, truncated, info
-
-
 def test_diverging_env_masks_its_seed_alone(tmp_path):
     """Seed index 1's env returns NaN observations from its 40th step: that seed stops (its env steps no more, its
     weights stay finite) while seeds 0 and 2 go on and still equal their separate runs."""
     kwargs = dict(n_steps=8, policy_kwargs=dict(net_arch=[16]))
     envs = _envs("CartPole-v1", [0, 1, 2])
-    envs[1] = make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=1, wrapper_class=_NaNAfter, wrapper_kwargs=dict(n=40))
+    envs[1] = make_vec_env(
+        "CartPole-v1", n_envs=N_ENVS, seed=1, wrapper_class=NaNObservationAfter, wrapper_kwargs=dict(n=40)
+    )
     model = SeedBatch(A2C, seeds=[0, 1, 2], **kwargs)
     trainer = RLTrainer(max_steps=400, logger=False, enable_checkpointing=False, default_root_dir=tmp_path)
     trainer.fit(model, datamodule=RLEnvDataModule(train_env=envs))

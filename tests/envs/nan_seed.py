@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["NaNSeedEnv"]
+__all__ = ["NaNObservationAfter", "NaNSeedEnv"]
 
 
 class NaNSeedEnv(gym.Env):
@@ -54,3 +54,23 @@ class NaNSeedEnv(gym.Env):
 
 if "NaNSeed-v0" not in gym.registry:
     gym.register(id="NaNSeed-v0", entry_point=f"{__name__}:NaNSeedEnv")
+
+
+class NaNObservationAfter(gym.Wrapper):
+    """Returns a NaN observation from step ``n`` on (a diverging env, as ``make_vec_env``'s ``wrapper_class``).
+
+    Args:
+        env: the env.
+        n: the first step whose observation is NaN.
+    """
+
+    def __init__(self, env: gym.Env, n: int) -> None:
+        super().__init__(env)
+        self.n, self.t = n, 0
+
+    def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.t += 1
+        if self.t >= self.n:
+            obs = np.full_like(obs, np.nan)
+        return obs, reward, terminated, truncated, info
