@@ -22,7 +22,7 @@ Usage::
 
     python benchmarks/bench_seed_batch.py throughput                          # K=8, PPO A2C DQN SAC TD3, 2 pairs
     python benchmarks/bench_seed_batch.py throughput --algos ppo,sac --pairs 3 --k 8 --cpus 1
-    python benchmarks/bench_seed_batch.py equivalence                         # PPO CartPole + SAC Pendulum, 10 seeds
+    python benchmarks/bench_seed_batch.py equivalence          # PPO, TRPO CartPole + SAC, TQC Pendulum, 10 seeds
     python benchmarks/bench_seed_batch.py equivalence --algos ppo --seeds 10 --timesteps 30000 --json out.json
     python benchmarks/bench_seed_batch.py compile --algos sac,td3 --k 8                # eager vs torch.compile update
     python benchmarks/bench_seed_batch.py update --algos sac,td3 --ks 1,2,4,8          # per seed-update cost vs K
@@ -52,14 +52,31 @@ from typing import Any
 import numpy as np
 
 # algo -> (env id, constructor kwargs, env steps per seed) for the throughput runs: SB3 defaults except the buffer
-# sizes (1e6 transitions x 8 seeds does not fit this machine's share) and PPO's n_steps (several rollouts per run)
+# sizes (1e6 transitions x 8 seeds does not fit this machine's share) and PPO's n_steps (several rollouts per run).
+# MaskablePPO runs on lit_sb3's InvalidActionDiscrete-v0 (the zoo's `masked` suite env: masks are part of its cost);
+# ARS and TRPO with sb3-contrib's defaults but shorter rollouts, so that a run holds several updates. The
+# off-policy networks are the RL Zoo's Pendulum-v1 sizes (SAC, TQC: the default 256x256; TD3 400x300; CrossQ 256x256).
 THROUGHPUT: dict[str, tuple[str, dict[str, Any], int]] = {
     "ppo": ("CartPole-v1", dict(n_steps=256), 2048),
     "a2c": ("CartPole-v1", dict(), 2000),
     "dqn": ("CartPole-v1", dict(buffer_size=50_000, learning_starts=100), 3000),
+    "qrdqn": ("CartPole-v1", dict(buffer_size=50_000, learning_starts=100), 3000),
+    "trpo": ("CartPole-v1", dict(n_steps=512), 2048),
+    "ars": ("CartPole-v1", dict(n_delta=4), 10_000),
+    "ppo_mask": ("InvalidActionDiscrete-v0", dict(n_steps=256), 2048),
+    "ppo_lstm": ("CartPole-v1", dict(n_steps=128), 1024),
     "sac": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 400),
-    "td3": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 500),
+    "td3": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100, policy_kwargs=dict(net_arch=[400, 300])), 500),
+    "tqc": ("Pendulum-v1", dict(buffer_size=50_000, learning_starts=100), 400),
+    "crossq": (
+        "Pendulum-v1",
+        dict(buffer_size=50_000, learning_starts=100, policy_kwargs=dict(net_arch=[256, 256])),
+        400,
+    ),
 }
+
+#: the off-policy algorithms whose hidden layers ``throughput --net-arch`` sets (the others keep their defaults)
+NET_ARCH_ALGOS = ("sac", "td3", "tqc", "crossq", "dqn", "qrdqn")
 
 # the issue's GPU check: SAC on HalfCheetah-v5, SB3 defaults except the buffer and warm-up (a throughput run)
 GPU: dict[str, tuple[str, dict[str, Any], int]] = {
@@ -76,13 +93,38 @@ EQUIVALENCE: dict[str, tuple[str, int, dict[str, Any], int]] = {
         30_000,
     ),
     "sac": ("Pendulum-v1", 1, dict(learning_rate=1e-3, buffer_size=50_000), 5_000),
+    # sb3-contrib's family: the RL Zoo's CartPole TRPO and Pendulum TQC settings
+    "trpo": (
+        "CartPole-v1",
+        2,
+        dict(
+            n_steps=512,
+            batch_size=512,
+            cg_damping=1e-3,
+            gae_lambda=0.98,
+            gamma=0.99,
+            learning_rate=1e-3,
+            n_critic_updates=20,
+        ),  # fmt: skip
+        30_000,
+    ),
+    "tqc": ("Pendulum-v1", 1, dict(learning_rate=1e-3, buffer_size=50_000), 5_000),
 }
 
 
 def _classes() -> dict[str, Any]:
-    from lit_sb3 import A2C, DQN, PPO, SAC, TD3
+    from lit_sb3.algorithms.registry import algorithm_class
 
-    return {"ppo": PPO, "a2c": A2C, "dqn": DQN, "sac": SAC, "td3": TD3}
+    return {name: algorithm_class(name) for name in THROUGHPUT}
+
+
+def _spec(algo: str, gpu_spec: bool = False, net_arch: str | None = None) -> tuple[str, dict[str, Any], int]:
+    """(env id, constructor kwargs, env steps per seed) of a throughput run; ``net_arch``: hidden widths such as
+    ``256,256`` for the off-policy algorithms (the network-size sweep)."""
+    env_id, kwargs, steps = (GPU if gpu_spec else THROUGHPUT)[algo]
+    if net_arch and algo in NET_ARCH_ALGOS:
+        kwargs = {**kwargs, "policy_kwargs": dict(net_arch=[int(w) for w in net_arch.split(",")])}
+    return env_id, kwargs, steps
 
 
 def _quiet() -> None:
@@ -108,7 +150,7 @@ def _worker(args: argparse.Namespace) -> None:
 
     th.set_num_threads(1)
     _quiet()
-    env_id, kwargs, steps = (GPU if args.gpu_spec else THROUGHPUT)[args.algo]
+    env_id, kwargs, steps = _spec(args.algo, args.gpu_spec, args.net_arch)
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.library == "sb3":
         import stable_baselines3
@@ -120,8 +162,10 @@ def _worker(args: argparse.Namespace) -> None:
         fit = lambda: model.learn(steps)  # noqa: E731
     else:
         from lit_sb3 import RLEnvDataModule, RLTrainer, SeedBatch
+        from lit_sb3.envs import register_masked_envs
         from lit_sb3.vec_env import make_vec_env
 
+        register_masked_envs()
         cls = _classes()[args.algo]
         envs = [make_vec_env(env_id, n_envs=1, seed=s) for s in seeds]
         if args.batched:
@@ -220,31 +264,43 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
         f"{os.cpu_count()}, 1 torch thread per process"
     )
     table: dict[str, Any] = {}
-    for algo in args.algos:
-        env_id, kwargs, steps = THROUGHPUT[algo]
-        print(f"{algo.upper()} {env_id} {kwargs or 'defaults'}, {steps} env steps per seed")
-        ratios: dict[str, list[float]] = {f"{kind}_{arm}": [] for kind in ("wall", "cpu") for arm in ARMS[1:]}
-        for pair in range(args.pairs):
-            load = os.getloadavg()[0]
-            rates = {arm: _run_arm(algo, seeds, arm, cpus) for arm in ARMS}
-            line = []
-            for arm in ARMS[1:]:
-                wall_ratio = rates["batched"][0] / rates[arm][0]
-                cpu_ratio = rates["batched"][1] / rates[arm][1]
-                ratios[f"wall_{arm}"].append(wall_ratio)
-                ratios[f"cpu_{arm}"].append(cpu_ratio)
-                line.append(f"{arm} {rates[arm][0]:6.0f} ({wall_ratio:.2f}x, CPU {cpu_ratio:.2f}x)")
-            print(
-                f"  pair {pair}: env steps/s batched {rates['batched'][0]:6.0f} | " + " | ".join(line) + f" || load "
-                f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
-            )
-        medians = {key: statistics.median(values) for key, values in ratios.items()}
-        table[algo] = {"env": env_id, "steps_per_seed": steps, "cpus": cpus, "ratios": ratios, "medians": medians}
-        print(
-            "  median batched/separate: "
-            + ", ".join(f"{arm} {medians[f'wall_{arm}']:.2f}x (CPU {medians[f'cpu_{arm}']:.2f}x)" for arm in ARMS[1:])
-        )
+    for net_arch in args.net_arch or [None]:
+        for algo in args.algos:
+            if net_arch and algo not in NET_ARCH_ALGOS:
+                continue
+            key = f"{algo}@{net_arch}" if net_arch else algo
+            table[key] = _throughput_pairs(algo, seeds, cpus, args.pairs, net_arch)
     return table
+
+
+def _throughput_pairs(algo: str, seeds: list[int], cpus: list[int], pairs: int, net_arch: str | None) -> dict[str, Any]:
+    """Interleaved pairs of one algorithm (batched, then the two separate arms, pair by pair); prints each pair's
+    ratios with the load average, returns them and their medians."""
+    env_id, kwargs, steps = _spec(algo, net_arch=net_arch)
+    extra = ["--net-arch", net_arch] if net_arch else []
+    print(f"{algo.upper()} {env_id} {kwargs or 'defaults'}, {steps} env steps per seed")
+    ratios: dict[str, list[float]] = {f"{kind}_{arm}": [] for kind in ("wall", "cpu") for arm in ARMS[1:]}
+    for pair in range(pairs):
+        load = os.getloadavg()[0]
+        rates = {arm: _run_arm(algo, seeds, arm, cpus, extra) for arm in ARMS}
+        line = []
+        for arm in ARMS[1:]:
+            wall_ratio = rates["batched"][0] / rates[arm][0]
+            cpu_ratio = rates["batched"][1] / rates[arm][1]
+            ratios[f"wall_{arm}"].append(wall_ratio)
+            ratios[f"cpu_{arm}"].append(cpu_ratio)
+            line.append(f"{arm} {rates[arm][0]:6.0f} ({wall_ratio:.2f}x, CPU {cpu_ratio:.2f}x)")
+        print(
+            f"  pair {pair}: env steps/s batched {rates['batched'][0]:6.0f} | " + " | ".join(line) + f" || load "
+            f"{load:.1f} -> {os.getloadavg()[0]:.1f}"
+        )
+    medians = {key: statistics.median(values) for key, values in ratios.items()}
+    print(
+        "  median batched/separate: "
+        + ", ".join(f"{arm} {medians[f'wall_{arm}']:.2f}x (CPU {medians[f'cpu_{arm}']:.2f}x)" for arm in ARMS[1:])
+    )
+    return {"env": env_id, "kwargs": repr(kwargs), "steps_per_seed": steps, "cpus": cpus, "ratios": ratios,
+            "medians": medians}  # fmt: skip
 
 
 def gpu(args: argparse.Namespace) -> dict[str, Any]:
@@ -474,9 +530,15 @@ def main(argv: list[str] | None = None) -> None:
     tp.add_argument(
         "--cpus", default=None, help="cores every process is pinned to, e.g. 0 or 0,1 (default: the last core)"
     )
+    tp.add_argument(
+        "--net-arch",
+        action="append",
+        default=None,
+        help="hidden widths of the off-policy algorithms, e.g. 256,256; repeat it for a sweep (default: the table's)",
+    )
     tp.add_argument("--json", default=None)
     eq = sub.add_parser("equivalence", help="final returns, N seeds batched vs separate")
-    eq.add_argument("--algos", default="ppo,sac")
+    eq.add_argument("--algos", default="ppo,sac,trpo,tqc")
     eq.add_argument("--seeds", type=int, default=10)
     eq.add_argument("--seed-offset", type=int, default=0)
     eq.add_argument("--timesteps", type=int, default=None, help="env steps per seed (default: per algo)")
@@ -511,6 +573,7 @@ def main(argv: list[str] | None = None) -> None:
     wk.add_argument("--device", default="cpu")
     wk.add_argument("--library", choices=["lit", "sb3"], default="lit")
     wk.add_argument("--gpu-spec", action="store_true", help="use the GPU table (SAC HalfCheetah)")
+    wk.add_argument("--net-arch", default=None)
     args = parser.parse_args(argv)
     if args.command == "_worker":
         _worker(args)
