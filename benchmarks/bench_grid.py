@@ -9,11 +9,18 @@
    it also prints the robust figure: the wall time spent inside MLflow's client (run creation, params,
    metrics, artifacts, status) as a share of the with-MLflow run.
 
+3. Seed batching (``--seed-batch-grid``): the whole command ``bench run --algos A --envs E --seeds N --jobs J``
+   against the same with ``--seed-batch K`` (each run as a subprocess of the bench CLI, into a fresh sqlite store,
+   interleaved and alternating which goes first); the ratio of their wall times (imports, planning, worker start,
+   training, evaluation, tracking and the summary all included). Target (PERFORMANCE.md): >= 2x for PPO on
+   CartPole-v1, 10 seeds, K = 5, 2 jobs.
+
 Medians of the per-pair ratios are printed (neighbours on shared machines move absolute figures by +-30 %).
 
     python benchmarks/bench_grid.py --algo ppo --env CartPole-v1 --steps 8192 --pairs 3
     python benchmarks/bench_grid.py --algo ppo --env CartPole-v1 --steps 65536 --pairs 2 --skip-scaling --log-interval 1
     python benchmarks/bench_grid.py --algo sac --env Pendulum-v1 --steps 1500 --pairs 2 --skip-overhead
+    python benchmarks/bench_grid.py --seed-batch-grid --algo ppo --env CartPole-v1 --pairs 3   # the zoo's budget
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import functools
 import inspect
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -171,8 +179,39 @@ def overhead(args: argparse.Namespace, overrides: dict[str, str], uri: str) -> t
     return statistics.median(ratios), statistics.median(shares)
 
 
+def seed_batch_grid(args: argparse.Namespace) -> float:
+    """Median of wall(bench run without --seed-batch) / wall(with --seed-batch K), each a fresh store."""
+    base = [sys.executable, "-m", "lit_sb3.zoo.cli", "run", "--algos", args.algo, "--envs", args.env, "--seeds",
+            str(args.seeds), "--jobs", str(args.jobs)]  # fmt: skip
+    if args.steps_given:
+        base += ["--n-timesteps", str(args.steps)]
+    if args.hyperparams:
+        base += ["--hyperparams", *args.hyperparams]
+    arms = {"separate": base, "batched": [*base, "--seed-batch", str(args.seed_batch)]}
+    print(f"$ {' '.join(base[2:])} [--seed-batch {args.seed_batch}]", flush=True)
+    ratios = []
+    for i in range(args.pairs):
+        walls, loads = {}, {}
+        for arm in ("separate", "batched") if i % 2 == 0 else ("batched", "separate"):
+            with tempfile.TemporaryDirectory(prefix="bench-grid-sb-") as tmp:
+                command = [*arms[arm], "--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--experiment", arm]
+                t = time.perf_counter()
+                done = subprocess.run(command, cwd=tmp, capture_output=True, text=True)
+                walls[arm] = time.perf_counter() - t
+                loads[arm] = os.getloadavg()[0]
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"{arm}: bench run failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+                )
+        ratios.append(walls["separate"] / walls["batched"])
+        print(f"seed-batch pair {i}: without {walls['separate']:.1f} s (load {loads['separate']:.1f}), with "
+              f"--seed-batch {args.seed_batch} {walls['batched']:.1f} s (load {loads['batched']:.1f}); ratio "
+              f"{ratios[-1]:.2f}x", flush=True)  # fmt: skip
+    return statistics.median(ratios)
+
+
 def main() -> None:
-    """Run both measurements and print the medians."""
+    """Run the measurements and print the medians."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--algo", default="ppo")
     parser.add_argument("--env", default="CartPole-v1")
@@ -182,7 +221,20 @@ def main() -> None:
     parser.add_argument("--log-interval", type=int, default=None, help="bench run --log-interval (default: auto)")
     parser.add_argument("--skip-scaling", action="store_true")
     parser.add_argument("--skip-overhead", action="store_true")
+    parser.add_argument(
+        "--seed-batch-grid", action="store_true", help="only part 3: bench run with/without --seed-batch"
+    )
+    parser.add_argument("--seeds", type=int, default=10, help="part 3: --seeds")
+    parser.add_argument("--seed-batch", type=int, default=5, help="part 3: --seed-batch")
+    parser.add_argument("--jobs", type=int, default=2, help="part 3: --jobs")
     args = parser.parse_args()
+    args.steps_given = any(a == "--steps" or a.startswith("--steps=") for a in sys.argv[1:])
+    if args.seed_batch_grid:  # the zoo's budget unless --steps is given
+        print(f"bench run --seed-batch wall-time ratio, {args.pairs} pairs, {os.cpu_count()} CPUs, load average "
+              f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+        print(f"seed batching, median wall-time ratio (without / with --seed-batch {args.seed_batch}): "
+              f"{seed_batch_grid(args):.2f}x  (target >= 2)")  # fmt: skip
+        return
     overrides = dict(item.split("=", 1) for item in args.hyperparams)
     global LOG_INTERVAL
     LOG_INTERVAL = args.log_interval
