@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -468,16 +468,31 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     # The update over the seed dimension (K = 1: the single-seed objects and reductions)
     # ------------------------------------------------------------------
 
-    def _minibatches(self, batch_size: int | None) -> Iterator[Any]:
+    def _minibatches(self, batch_size: int | None, running: th.Tensor | None = None) -> Iterator[Any]:
         """The rollout's shuffled minibatches: K = 1 the buffer's own (``[batch, ...]``, global torch stream);
         K > 1 ``[K, batch, ...]``, each seed shuffled by its own stream.
 
         Args:
             batch_size: minibatch size per seed (None: the whole rollout).
+            running: K > 1: ``[K]`` bool of the seeds still in the update (None: all). The others (stopped by
+                ``target_kl``, or failed) draw nothing, as their separate runs draw no more permutations, so that
+                their streams stay their separate runs'; their minibatches are in order and unused.
         """
         if self.n_seeds == 1:
             return self.rollout_buffer.get(batch_size)
-        return self.rollout_buffer.get_seeds(batch_size, self.seed_generators)
+        return self.rollout_buffer.get_seeds(batch_size, self._drawing_streams(self.seed_generators, running))
+
+    def _drawing_streams(self, streams: Sequence[Any] | None, running: th.Tensor | None) -> list[Any]:
+        """``streams`` (one random stream per seed) with None for the seeds not in ``running``.
+
+        Args:
+            streams: the seeds' random streams (torch generators or numpy ``RandomState`` s).
+            running: ``[K]`` bool, or None (every seed draws).
+        """
+        assert streams is not None
+        if running is None:
+            return list(streams)
+        return [stream if taking else None for stream, taking in zip(streams, running.tolist(), strict=True)]
 
     def _live_seed_mask(self) -> th.Tensor | None:
         """K > 1: ``[K]`` bool of the seeds that update (not failed); None at K = 1."""
