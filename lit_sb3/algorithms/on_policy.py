@@ -255,6 +255,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             gae_lambda=self.gae_lambda,
             n_envs=self.n_envs,
             n_seeds=self.n_seeds,
+            **self._rollout_buffer_build_kwargs(),
         )
 
     def _setup_model(self) -> None:
@@ -417,8 +418,15 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         return self.policy.predict_values(terminal_obs)[0]
 
     def _last_values(self, obs_tensor: th.Tensor | dict[str, th.Tensor], dones: np.ndarray) -> th.Tensor:
-        """Hook: values of the observations after the rollout's last step, under ``no_grad``."""
+        """Hook: values of the observations after the rollout's last step, under ``no_grad`` (K > 1 seeds:
+        ``[K, n_envs, ...]`` observations and dones)."""
         return self.policy.predict_values(obs_tensor)
+
+    def _seed_terminal_values(self, terminal_obs: th.Tensor | dict[str, th.Tensor]) -> th.Tensor:
+        """Hook (K > 1 seeds): values ``[K, n_envs, 1]`` of observations ``[K, n_envs, ...]`` holding this step's
+        terminal observations (the time-out bootstrap of every seed at once, as :meth:`_terminal_value` per env),
+        under ``no_grad``."""
+        return self.policy.predict_values(terminal_obs)
 
     # ------------------------------------------------------------------
     # Lightning loop
@@ -606,7 +614,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._last_obs = new_obs
             self._last_episode_starts = dones
         with th.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(new_obs, device)).float()
+            values = self._last_values(obs_as_tensor(new_obs, device), dones).float()
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         callback.update_locals(locals())
         callback.on_rollout_end()
@@ -657,7 +665,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         for i, j in where:
             _set_obs(terminal, (i, j), infos[i][j]["terminal_observation"])
         with th.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
+            values = self._seed_terminal_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
         for i, j in where:
             rewards[i, j] += self.gamma * float(values[i, j, 0])
 
