@@ -2,16 +2,17 @@
 and each seed is its separate run — the stacked LSTM (each seed's own weights through torch's LSTM kernel), each
 seed's padded sequence minibatches (its separate buffer's, drawn from its own numpy stream), whole ``RLTrainer`` fits
 of a K = 3 batch against the 3 separate runs (separate critic LSTM, shared LSTM, a linear critic; a per-seed
-``target_kl`` stop and per-seed ``max_grad_norm``), a seed whose env turns NaN stopping alone, and ``predict`` with
-one LSTM state per seed. Save/load and exact resume of a K-seed RecurrentPPO: tests/test_seed_batch_save_resume.py.
+``target_kl`` stop and per-seed ``max_grad_norm``; gSDE; NatureCNN and Dict observations), a seed whose env turns NaN
+stopping alone, and ``predict`` with one LSTM state per seed. Save/load and exact resume of a K-seed RecurrentPPO:
+tests/test_seed_batch_save_resume.py.
 
 Tolerance of the whole fits: the stacked MLP layers compute the K seeds' matmuls with one ``baddbmm`` where a single
 run uses ``addmm`` (another float32 summation order: a few ulps, ~1e-7 relative, per op), and a seed's LSTM runs on
 its minibatch padded to the longest sequence of all K seeds (the same real steps, a larger matrix for the kernel's
 input product, another blocking). The ulps grow through the LSTM's recurrence and Adam (each step divides by
 ``sqrt(v) + eps``), so parameters after 3 updates (24 to 48 Adam steps) are compared at 1e-4 absolute / 1e-5
-relative, as PPO's whole fits in tests/test_seed_batch_on_policy.py (measured: at most 6e-8 in each of the three
-cases, so the bound leaves room for other BLAS builds); the episode rewards, which depend on every sampled action,
+relative, as PPO's whole fits in tests/test_seed_batch_on_policy.py (measured: at most 6e-8 in each of the four
+``CASES``, so the bound leaves room for other BLAS builds); the episode rewards, which depend on every sampled action,
 exactly with discrete actions and to 1e-4 relative with continuous ones.
 """
 
@@ -29,6 +30,7 @@ from lit_sb3.policies.recurrent import RNNStates
 from lit_sb3.policies.seed_stack import SeedLSTM, stack_module
 from lit_sb3.vec_env import make_vec_env
 from tests.envs.nan_seed import NaNObservationAfter
+from tests.tiny_image_env import TINY_DICT_ENV, TINY_IMAGE_ENV
 
 th.set_num_threads(1)
 
@@ -45,6 +47,9 @@ CASES = {
     # the actor's LSTM shared with the critic, 2 LSTM layers, Gaussian actions, time-outs
     "shared_lstm": (*TIMEOUT_ENV, dict(BASE, policy_kwargs=dict(lstm_hidden_size=8, n_lstm_layers=2, net_arch=[16],
                                                                 shared_lstm=True, enable_critic_lstm=False))),
+    # gSDE: each seed's exploration matrices from its own stream, redrawn every 4 steps
+    "critic_lstm_gsde": (*TIMEOUT_ENV, dict(BASE, use_sde=True, sde_sample_freq=4,
+                                            policy_kwargs=dict(lstm_hidden_size=8, net_arch=[16]))),
     # a linear critic; PPO's target_kl stops the seeds at different epochs
     "critic_linear_target_kl": ("CartPole-v1", {}, dict(BASE, n_epochs=4, learning_rate=3e-3, target_kl=0.002,
                                                         policy_kwargs=dict(lstm_hidden_size=8, net_arch=[16],
@@ -195,6 +200,29 @@ def test_k3_batch_equals_three_separate_runs(case, tmp_path):
             th.testing.assert_close(ours, theirs, atol=1e-4, rtol=1e-5)
     if "target_kl" in kwargs:
         assert len(set(updates)) > 1 and min(updates) < 3 * kwargs["n_epochs"], updates  # seeds stopped alone
+
+
+@pytest.mark.parametrize("env_id, policy", [(TINY_IMAGE_ENV, "CnnLstmPolicy"), (TINY_DICT_ENV, "MultiInputLstmPolicy")])
+def test_cnn_and_dict_lstm_policies_retrace_separate_runs(env_id, policy, tmp_path):
+    """Images (NatureCNN stacked per seed, then the seeds' LSTMs) and Dict observations of a vector and an image
+    (CombinedExtractor per seed, the rollout storage one array per key with the seeds' columns): parameters and
+    every episode's reward equal the separate runs'."""
+    extractor = dict(features_dim=16) if policy == "CnnLstmPolicy" else dict(cnn_output_dim=16)
+    kwargs = dict(n_steps=16, batch_size=16, n_epochs=2,
+                  policy_kwargs=dict(net_arch=[16], lstm_hidden_size=8, features_extractor_kwargs=extractor))  # fmt: skip
+    model = SeedBatch(RecurrentPPO, seeds=SEEDS, policy=policy, **kwargs)
+    _fit(model, [_env(env_id, s, {}) for s in SEEDS], 64, tmp_path)
+    assert model.failed == {}
+    for i, seed in enumerate(SEEDS):
+        single = RecurrentPPO(policy, seed=seed, **kwargs)
+        _fit(single, _env(env_id, seed, {}), 64, tmp_path)
+        member = model.member(i)
+        assert member._n_updates == single._n_updates > 0
+        for (name, p), q in zip(member.policy.named_parameters(), single.policy.parameters(), strict=True):
+            th.testing.assert_close(p, q, atol=1e-4, rtol=1e-5, msg=name)
+        rewards = [ep["r"] for ep in member.ep_info_buffer]
+        np.testing.assert_allclose(rewards, [ep["r"] for ep in single.ep_info_buffer], rtol=1e-4)
+        assert rewards
 
 
 def test_a_seed_whose_env_turns_nan_stops_alone(tmp_path):
