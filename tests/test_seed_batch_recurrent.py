@@ -95,7 +95,8 @@ def test_seed_lstm_runs_each_seed_with_its_own_weights():
         assert th.equal(out[:, cols], out_i) and th.equal(h[:, cols], h_i) and th.equal(c[:, cols], c_i)
         for name in stacked.weight_names:
             assert th.equal(getattr(stacked, name).grad[i], getattr(lstm, name).grad), name
-    with th.no_grad():
+    with th.no_grad():  # no initial state: zeros, as nn.LSTM
+        assert th.equal(stacked(x)[0][:, 4:8], lstms[1](x[:, 4:8])[0])
         stacked.bias_hh_l0[1].add_(1.0)
     for link in links:
         link.write_member(1)

@@ -354,14 +354,17 @@ class SeedLSTM(nn.Module):
             self.register_parameter(name, nn.Parameter(th.stack([p.detach() for p in members]).clone()))
 
     def forward(
-        self, sequence: th.Tensor, hx: tuple[th.Tensor, th.Tensor]
+        self, sequence: th.Tensor, hx: tuple[th.Tensor, th.Tensor] | None = None
     ) -> tuple[th.Tensor, tuple[th.Tensor, th.Tensor]]:
         """Outputs ``[length, K * batch, hidden]`` and the final ``(h, c)``, each ``[layers, K * batch, hidden]``.
 
         Args:
             sequence: the seeds' sequences ``[length, K * batch, input_size]``, seed-major along dimension 1.
-            hx: the initial hidden and cell states, seed-major along dimension 1.
+            hx: the initial hidden and cell states, seed-major along dimension 1 (None: zeros, as ``nn.LSTM``).
         """
+        if hx is None:
+            zeros = sequence.new_zeros(self.num_layers, sequence.shape[1], self.hidden_size)
+            hx = (zeros, zeros)
         n = sequence.shape[1] // self.n_seeds
         outputs, hs, cs = [], [], []
         for i in range(self.n_seeds):
