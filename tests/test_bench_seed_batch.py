@@ -350,6 +350,33 @@ def test_ars_seed_batch_runs_into_per_seed_runs(in_tmp_path: Path, mlflow_templa
         assert ARS.load(path).seed == seed
 
 
+def test_ppo_lstm_seed_batch_runs_into_per_seed_runs(in_tmp_path: Path, mlflow_template: Path) -> None:
+    """``bench run --algos ppo_lstm --seed-batch 2``: both seeds train as one RecurrentPPO (one fit, an LSTM per
+    seed), each into its own FINISHED run with its own metrics, evaluations (its member carries its LSTM state
+    through the evaluation episodes) and a model the single class loads."""
+    from lit_sb3 import RecurrentPPO
+
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "ppo_lstm", "--envs", "CartPole-v1", "--seeds", "2", "--seed-batch", "2", "--jobs", "1",
+            "--n-timesteps", "256", "--eval-freq", "128", "--eval-episodes", "1", "--hyperparams", "n_envs=1",
+            "n_steps=64", "batch_size=32", "n_epochs=2", "policy_kwargs=dict(net_arch=[16], lstm_hidden_size=8)",
+            "--tracking-uri", uri, "--experiment", "lstm"]  # fmt: skip
+    assert _bench(in_tmp_path, argv) == 0
+    runs = _by_seed(uri, "lstm")
+    assert sorted(runs) == [0, 1]
+    assert {(r.info.status, r.data.tags["lit_sb3.seed_batch"]) for r in runs.values()} == {("FINISHED", "2")}
+    seconds = {round(r.data.metrics["time/total_timesteps"] / r.data.metrics["time/fps"], 9) for r in runs.values()}
+    assert len(seconds) == 1  # one fit
+    client = _client(uri)
+    for seed, run in runs.items():
+        assert run.data.params["seed"] == str(seed)
+        assert {"train/value_loss", "train/approx_kl", "eval/mean_reward", "final/mean_reward"} <= set(run.data.metrics)
+        assert run.data.metrics["time/total_timesteps"] == 256
+        path = client.download_artifacts(run.info.run_id, "model.zip", str(in_tmp_path / f"m{seed}"))
+        loaded = RecurrentPPO.load(path)
+        assert loaded.seed == seed and loaded.n_seeds == 1
+
+
 def test_a_single_model_is_a_batch_of_one_seed() -> None:
     """The seed API the job path uses, on a single model: one seed, ``member(0)`` is the model, ``fail_seed(0)`` stops
     its fit after the current step and keeps the reason."""

@@ -210,8 +210,8 @@ def test_stack_module_stacks_a_module_tree_seed_major_and_folds_flatten():
     for i, net in enumerate(nets):
         th.testing.assert_close(y[i], net(x[i], a[i]))  # bmm against mm: reassociation, default tolerance
     assert len(links) == 8  # weight and bias of 2 Linear + 2 EnsembleLinear
-    with pytest.raises(NotImplementedError, match="LSTM"):
-        stack_module([nn.Sequential(nn.Linear(2, 2), nn.LSTM(2, 2)) for _ in range(2)])
+    with pytest.raises(NotImplementedError, match="GRU"):
+        stack_module([nn.Sequential(nn.Linear(2, 2), nn.GRU(2, 2)) for _ in range(2)])
     with pytest.raises(ValueError, match="K >= 2"):
         stack_module(nets[:1])
 

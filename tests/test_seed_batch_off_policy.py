@@ -312,10 +312,12 @@ def test_seed_routing_logger_gives_each_seed_its_own_csv_and_tensorboard(tmp_pat
 def test_bad_seed_batch_arguments_fail_early():
     with pytest.raises(ValueError, match="distinct"):
         SeedBatch(SAC, seeds=[1, 1])
-    with pytest.raises(ValueError, match="RecurrentPPO cannot train K > 1 seeds"):
-        from lit_sb3 import RecurrentPPO
 
-        SeedBatch(RecurrentPPO, seeds=[0, 1])
+    class Unbatched(SAC):  # an algorithm whose update is not written over the seed dimension
+        seed_batching = False
+
+    with pytest.raises(ValueError, match="Unbatched cannot train K > 1 seeds.*RecurrentPPO, SAC"):
+        SeedBatch(Unbatched, seeds=[0, 1])
     with pytest.raises(TypeError, match="seeds="):
         SeedBatch(SAC, seeds=[0], seed=1)
     with pytest.raises(NotImplementedError, match="TD3 with K > 1 seeds does not support train_freq in episodes with"):

@@ -239,6 +239,31 @@ def test_ppo_through_rltrainer_retraces_separate_runs(tmp_path):
         assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
 
 
+def test_ppo_target_kl_seeds_retrace_separate_runs_over_several_updates(tmp_path):
+    """A seed stopped by ``target_kl`` draws no minibatch permutation in the update's later epochs (its separate run
+    draws none), so its stream, and with it its next rollouts' actions, stay its separate run's: 3 updates of a K = 3
+    PPO whose seeds stop at different epochs equal the separate runs (parameters, update counts, episode rewards)."""
+    kwargs = dict(n_steps=32, batch_size=16, n_epochs=4, learning_rate=3e-3, target_kl=0.001,
+                  policy_kwargs=dict(net_arch=[16]))  # fmt: skip
+    steps = 3 * 32 * N_ENVS
+    model = SeedBatch(PPO, seeds=SEEDS, **kwargs)
+    RLTrainer(max_steps=steps, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+        model, datamodule=RLEnvDataModule(train_env=_envs("CartPole-v1", SEEDS))
+    )
+    updates = []
+    for i, seed in enumerate(SEEDS):
+        single = PPO("MlpPolicy", seed=seed, **kwargs)
+        RLTrainer(max_steps=steps, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+            single, datamodule=RLEnvDataModule(train_env=make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=seed))
+        )
+        member = model.member(i)
+        assert member._n_updates == single._n_updates
+        updates.append(single._n_updates)
+        _params_close(member, single, atol=1e-4)
+        assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
+    assert len(set(updates)) > 1 and min(updates) < 3 * 4, updates  # the seeds stopped alone
+
+
 @pytest.mark.parametrize(
     "cls, extra",
     [

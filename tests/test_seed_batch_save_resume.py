@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch as th
 
-from lit_sb3 import A2C, DDPG, DQN, PPO, QRDQN, SAC, TD3, TQC, RLEnvDataModule, RLTrainer, SeedBatch
+from lit_sb3 import A2C, DDPG, DQN, PPO, QRDQN, SAC, TD3, TQC, RecurrentPPO, RLEnvDataModule, RLTrainer, SeedBatch
 from lit_sb3.algorithms.ppo_mask import MaskablePPO
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.callbacks import EnvStepCheckpoint
@@ -40,7 +40,9 @@ ALGOS = {
     "a2c": (A2C, "CartPole-v1", ON, 64),
     "trpo": (TRPO, "Pendulum-v1", dict(ON, batch_size=16), 64),
     "maskable_ppo": (MaskablePPO, "InvalidActionDiscrete-v0", dict(ON, batch_size=8, n_epochs=2), 64),
-}
+    "ppo_lstm": (RecurrentPPO, "CartPole-v1",
+                 dict(ON, batch_size=8, n_epochs=2, policy_kwargs=dict(NET, lstm_hidden_size=8)), 64),
+}  # fmt: skip
 
 
 def _env(env_id: str, seed: int, **kwargs):
@@ -199,6 +201,8 @@ RESUME = {
     "qrdqn": (QRDQN, "CartPole-v1", dict(ALGOS["qrdqn"][2], train_freq=3), 100, 44, {}),
     "trpo": (TRPO, "Pendulum-v1", ALGOS["trpo"][2], 96, 40, {}),
     "maskable_ppo": (MaskablePPO, "InvalidActionDiscrete-v0", ALGOS["maskable_ppo"][2], 96, 40, {}),
+    # the training envs' LSTM states [layers, K * n_envs, hidden] and each seed's numpy stream (its split points)
+    "ppo_lstm": (RecurrentPPO, "CartPole-v1", dict(ALGOS["ppo_lstm"][2], target_kl=0.01), 128, 40, {}),
 }  # fmt: skip
 
 
@@ -223,6 +227,10 @@ def _assert_same_batch(expected, got, expected_snapshot: dict, got_snapshot: dic
         assert (got.replay_buffer.pos, got.replay_buffer.full) == (buffer.pos, buffer.full)
         _assert_tensors_equal(buffer.state_dict(), got.replay_buffer.state_dict())  # only the filled slots
     assert np.array_equal(expected._last_obs, got._last_obs)
+    states = getattr(expected, "_last_lstm_states", None)
+    if states is not None:
+        for a, b in zip((*states.pi, *states.vf), (*got._last_lstm_states.pi, *got._last_lstm_states.vf), strict=True):
+            assert th.equal(a, b)
     assert th.equal(expected_snapshot["global"][0], got_snapshot["global"][0])
     assert np.array_equal(expected_snapshot["global"][1], got_snapshot["global"][1])
     for a, b in zip(expected_snapshot["generators"], got_snapshot["generators"], strict=True):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -255,6 +255,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             gae_lambda=self.gae_lambda,
             n_envs=self.n_envs,
             n_seeds=self.n_seeds,
+            **self._rollout_buffer_build_kwargs(),
         )
 
     def _setup_model(self) -> None:
@@ -417,8 +418,15 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         return self.policy.predict_values(terminal_obs)[0]
 
     def _last_values(self, obs_tensor: th.Tensor | dict[str, th.Tensor], dones: np.ndarray) -> th.Tensor:
-        """Hook: values of the observations after the rollout's last step, under ``no_grad``."""
+        """Hook: values of the observations after the rollout's last step, under ``no_grad`` (K > 1 seeds:
+        ``[K, n_envs, ...]`` observations and dones)."""
         return self.policy.predict_values(obs_tensor)
+
+    def _seed_terminal_values(self, terminal_obs: th.Tensor | dict[str, th.Tensor]) -> th.Tensor:
+        """Hook (K > 1 seeds): values ``[K, n_envs, 1]`` of observations ``[K, n_envs, ...]`` holding this step's
+        terminal observations (the time-out bootstrap of every seed at once, as :meth:`_terminal_value` per env),
+        under ``no_grad``."""
+        return self.policy.predict_values(terminal_obs)
 
     # ------------------------------------------------------------------
     # Lightning loop
@@ -468,16 +476,31 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     # The update over the seed dimension (K = 1: the single-seed objects and reductions)
     # ------------------------------------------------------------------
 
-    def _minibatches(self, batch_size: int | None) -> Iterator[Any]:
+    def _minibatches(self, batch_size: int | None, running: th.Tensor | None = None) -> Iterator[Any]:
         """The rollout's shuffled minibatches: K = 1 the buffer's own (``[batch, ...]``, global torch stream);
         K > 1 ``[K, batch, ...]``, each seed shuffled by its own stream.
 
         Args:
             batch_size: minibatch size per seed (None: the whole rollout).
+            running: K > 1: ``[K]`` bool of the seeds still in the update (None: all). The others (stopped by
+                ``target_kl``, or failed) draw nothing, as their separate runs draw no more permutations, so that
+                their streams stay their separate runs'; their minibatches are in order and unused.
         """
         if self.n_seeds == 1:
             return self.rollout_buffer.get(batch_size)
-        return self.rollout_buffer.get_seeds(batch_size, self.seed_generators)
+        return self.rollout_buffer.get_seeds(batch_size, self._drawing_streams(self.seed_generators, running))
+
+    def _drawing_streams(self, streams: Sequence[Any] | None, running: th.Tensor | None) -> list[Any]:
+        """``streams`` (one random stream per seed) with None for the seeds not in ``running``.
+
+        Args:
+            streams: the seeds' random streams (torch generators or numpy ``RandomState`` s).
+            running: ``[K]`` bool, or None (every seed draws).
+        """
+        assert streams is not None
+        if running is None:
+            return list(streams)
+        return [stream if taking else None for stream, taking in zip(streams, running.tolist(), strict=True)]
 
     def _live_seed_mask(self) -> th.Tensor | None:
         """K > 1: ``[K]`` bool of the seeds that update (not failed); None at K = 1."""
@@ -591,7 +614,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._last_obs = new_obs
             self._last_episode_starts = dones
         with th.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(new_obs, device)).float()
+            values = self._last_values(obs_as_tensor(new_obs, device), dones).float()
         rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
         callback.update_locals(locals())
         callback.on_rollout_end()
@@ -642,7 +665,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         for i, j in where:
             _set_obs(terminal, (i, j), infos[i][j]["terminal_observation"])
         with th.no_grad():
-            values = self.policy.predict_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
+            values = self._seed_terminal_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
         for i, j in where:
             rewards[i, j] += self.gamma * float(values[i, j, 0])
 

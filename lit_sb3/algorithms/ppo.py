@@ -211,7 +211,7 @@ class PPO(OnPolicyAlgorithm):
         epoch = 0
         for epoch in range(self.n_epochs):
             epoch_ran = running
-            for rollout_data in self._minibatches(self.batch_size):
+            for rollout_data in self._minibatches(self.batch_size, running):
                 actions = rollout_data.actions
                 if isinstance(self.action_space, spaces.Discrete):
                     actions = rollout_data.actions.long().flatten(-2)  # [..., batch, 1] -> [..., batch]

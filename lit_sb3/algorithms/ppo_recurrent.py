@@ -12,10 +12,17 @@ What differs from :class:`~lit_sb3.algorithms.ppo.PPO`, top to bottom:
    (unpadded) steps only;
 3. inference: ``predict(obs, state, episode_start)`` returns the new state; ``evaluate_policy`` and
    ``RLTrainer.predict/validate/test`` carry it across steps.
+
+K seeds (``SeedBatch(RecurrentPPO, seeds=[...])``): the members' LSTMs are stacked per seed
+(:class:`~lit_sb3.policies.seed_stack.SeedLSTM`), the training envs' states are ``[n_layers, K * n_envs, hidden]``
+(seed-major columns, as the rollout storage's), and each seed's minibatches are its separate run's padded sequences
+(:meth:`~lit_sb3.buffers.recurrent.RecurrentRolloutBuffer.get_seed_sequences`, split points from the seed's own
+numpy stream), padded to a common shape across seeds; :meth:`PPO.train` is the one update.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -74,8 +81,8 @@ class RecurrentPPO(PPO):
     """
 
     zoo_name: ClassVar[str] = "ppo_lstm"
-    # its LSTM states are not stacked per seed yet
-    seed_batching: ClassVar[bool] = False
+    # PPO's update over the seed dimension, with per-seed LSTMs, states and sequence minibatches
+    seed_batching: ClassVar[bool] = True
     default_run_name: ClassVar[str] = "RecurrentPPO"
     search_space: ClassVar[str | None] = "ppo"  # the zoo's ppo_lstm sampler is PPO's (its LSTM part is disabled)
     policy_aliases: ClassVar[dict[str, type[BasePolicy]]] = {
@@ -162,12 +169,13 @@ class RecurrentPPO(PPO):
 
     def _rollout_buffer_build_kwargs(self) -> dict[str, Any]:
         lstm = self.policy.lstm_actor
-        return {"hidden_state_shape": (self.n_steps, lstm.num_layers, self.n_envs, lstm.hidden_size)}
+        return {"hidden_state_shape": (self.n_steps, lstm.num_layers, self.n_seeds * self.n_envs, lstm.hidden_size)}
 
     def _setup_model(self) -> None:
         super()._setup_model()
         lstm = self.policy.lstm_actor
-        shape = (lstm.num_layers, self.n_envs, lstm.hidden_size)
+        # the training envs' states; K > 1: every seed's envs, seed-major
+        shape = (lstm.num_layers, self.n_seeds * self.n_envs, lstm.hidden_size)
         self._last_lstm_states = RNNStates(
             (th.zeros(shape, device=self.device), th.zeros(shape, device=self.device)),
             (th.zeros(shape, device=self.device), th.zeros(shape, device=self.device)),
@@ -205,23 +213,59 @@ class RecurrentPPO(PPO):
         episode_starts = th.as_tensor(dones, dtype=th.float32, device=self.device)
         return self.policy.predict_values(obs_tensor, self._last_lstm_states.vf, episode_starts)
 
+    def _seed_terminal_values(self, terminal_obs: th.Tensor | dict[str, th.Tensor]) -> th.Tensor:
+        # every env's critic state after the step, no reset: each time-out's value is _terminal_value's
+        assert self._last_lstm_states is not None
+        starts = th.zeros(self.n_seeds * self.n_envs, device=self.device)
+        return self.policy.predict_values(terminal_obs, self._last_lstm_states.vf, starts)
+
     # ------------------------------------------------------------------
     # 2. update: PPO's losses over the real steps of padded sequences
     # ------------------------------------------------------------------
+
+    def _minibatches(self, batch_size: int | None, running: th.Tensor | None = None) -> Iterator[Any]:
+        """Padded sequence minibatches: K = 1 the buffer's own (numpy's global stream picks the split point, as in
+        sb3-contrib); K > 1 each seed's own, its split point from its own numpy stream (the one its separate run
+        seeds with ``np.random.seed(seed)``), ``[K, n_seq * length, ...]``.
+
+        Args:
+            batch_size: transitions per minibatch and seed before padding.
+            running: K > 1: the seeds still in the update (the others draw no split point).
+        """
+        state = self._seed_state
+        if state is None:
+            return super()._minibatches(batch_size, running)
+        assert isinstance(self.rollout_buffer, (RecurrentRolloutBuffer, RecurrentDictRolloutBuffer))
+        return self.rollout_buffer.get_seed_sequences(batch_size, self._drawing_streams(state.np_rngs, running))
 
     def _evaluate_minibatch(self, rollout_data: Any, actions: th.Tensor) -> tuple[th.Tensor, th.Tensor, Any, Any]:
         values, log_prob, entropy = self.policy.evaluate_actions(
             rollout_data.observations, actions, rollout_data.lstm_states, rollout_data.episode_starts
         )
-        real = rollout_data.mask > 1e-8
+        real = rollout_data.mask > 1e-8  # [n_seq * length]; K > 1: [K, n_seq * length]
+
+        def real_steps(x: th.Tensor) -> th.Tensor:
+            # the unpadded steps in order: [n]; K > 1: [K, n] (every seed's minibatch has n = batch_size real steps)
+            return x.reshape(real.shape)[real].reshape(*real.shape[:-1], -1)
+
         # PPO's means over these steps are sb3-contrib's masked means (th.mean(x[mask]))
-        real_steps = rollout_data._replace(
-            advantages=rollout_data.advantages[real],
-            old_log_prob=rollout_data.old_log_prob[real],
-            old_values=rollout_data.old_values[real],
-            returns=rollout_data.returns[real],
+        minibatch = rollout_data._replace(
+            advantages=real_steps(rollout_data.advantages),
+            old_log_prob=real_steps(rollout_data.old_log_prob),
+            old_values=real_steps(rollout_data.old_values),
+            returns=real_steps(rollout_data.returns),
         )
-        return values.flatten()[real], log_prob[real], None if entropy is None else entropy[real], real_steps
+        return real_steps(values), real_steps(log_prob), None if entropy is None else real_steps(entropy), minibatch
+
+    def _sync_member_state(self, i: int, member: Any) -> None:
+        """Seed index i's counters, episodes, last observations and its envs' LSTM states into member i."""
+        super()._sync_member_state(i, member)
+        if self._last_lstm_states is not None:
+            cols = slice(i * self.n_envs, (i + 1) * self.n_envs)
+            pi, vf = self._last_lstm_states
+            member._last_lstm_states = RNNStates(
+                tuple(t[:, cols].clone() for t in pi), tuple(t[:, cols].clone() for t in vf)
+            )
 
     # ------------------------------------------------------------------
     # Checkpoints: the training envs' LSTM states resume too

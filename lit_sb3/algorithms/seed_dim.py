@@ -697,14 +697,22 @@ class SeedDimensionMixin:
         episode_start: np.ndarray | None = None,
         deterministic: bool = False,
     ) -> tuple[Any, Any]:
-        """K > 1: ``observation`` is ``[K, ...]`` (one observation or batch per seed); actions ``[K, ...]``."""
+        """K > 1: ``observation`` is ``[K, ...]`` (one observation or batch per seed); actions ``[K, ...]``; a
+        recurrent policy's ``state`` and ``episode_start`` are one per seed (``state[i]`` as ``member(i).predict``
+        takes and returns it), and the new states come back as a list of K (None for a policy without state)."""
         if self._seed_state is None:
             return super().predict(observation, state, episode_start, deterministic)  # type: ignore[misc]
-        actions = [
-            self.member(i).predict(observation[i], deterministic=deterministic)[0]
+        results = [
+            self.member(i).predict(
+                observation[i],
+                None if state is None else state[i],
+                None if episode_start is None else episode_start[i],
+                deterministic,
+            )
             for i in range(self.n_seeds)  # type: ignore[attr-defined]
         ]
-        return np.stack(actions), None
+        states = [result[1] for result in results]
+        return np.stack([result[0] for result in results]), None if all(s is None for s in states) else states
 
 
 def _random_state_to_safe(state: tuple[Any, ...]) -> list[Any]:

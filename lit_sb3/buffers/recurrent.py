@@ -6,11 +6,20 @@ sequences wherever an episode starts or the env changes, and the sequences are p
 one. Samples carry the LSTM states at each sequence's first step, the episode starts, and ``mask`` (1 on real steps,
 0 on padding). Here the padding is one gather with an index matrix on tensors prepared once per rollout (no
 per-sequence tensor copies).
+
+K seeds (``n_seeds``, seed batching): the columns are ``K * n_envs``, seed-major, as in
+:class:`~lit_sb3.buffers.rollout.RolloutBuffer`, and the stored LSTM states ``[n_steps, n_layers, K * n_envs,
+hidden]``. :meth:`~_RecurrentMixin.get_seed_sequences` cuts each seed's own rollout exactly as its separate run's
+buffer does (its split point from its own numpy stream, its chunks, its sequences and padding), then pads the K
+seeds' minibatches to a common number of sequences and length (more padding, ``mask`` 0), so that each field is
+``[K, n_seq * length, ...]`` and the initial states ``[n_layers, K * n_seq, hidden]``. Padding at the end of a
+sequence or as whole extra sequences changes no real step's LSTM output, and every seed's minibatch holds the
+same number of real steps (its ``batch_size``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -138,24 +147,84 @@ class _RecurrentMixin:
         episode_starts = self.swap_and_flatten(self.episode_starts).reshape(-1)  # type: ignore[attr-defined]
         for start in range(0, total, batch_size):
             batch_inds = indices[start : start + batch_size]
-            yield self._sequence_samples(batch_inds, episode_starts[batch_inds], env_change[batch_inds])
+            seq_starts, index, valid = sequence_layout(episode_starts[batch_inds], env_change[batch_inds])
+            yield self._padded_samples(batch_inds[index].reshape(-1), valid.reshape(-1), batch_inds[seq_starts])
 
-    def _sequence_samples(self, batch_inds: np.ndarray, episode_starts: np.ndarray, env_change: np.ndarray) -> Any:
-        seq_starts, index, valid = sequence_layout(episode_starts, env_change)
+    def get_seed_sequences(
+        self, batch_size: int | None, rngs: Sequence[np.random.RandomState | None]
+    ) -> Generator[Any, None, None]:
+        """Yield the K seeds' padded sequence minibatches at once (one pass over each seed's rollout): seed k's are
+        those its own buffer's :meth:`get` yields, its split point drawn from ``rngs[k]`` (the numpy stream its
+        separate run draws from), each field ``[K, n_seq * length, ...]`` (see the module docstring).
+
+        Args:
+            batch_size: transitions per minibatch and seed before padding (None: the seed's whole rollout).
+            rngs: one numpy ``RandomState`` per seed; a None entry: a seed sitting out, which draws nothing (its
+                rollout is not rotated).
+        """
+        if not self.full:  # type: ignore[attr-defined]
+            raise RuntimeError(f"{type(self).__name__}.get_seed_sequences() needs a full rollout.")
+        n_seeds, n_envs = self.n_seeds, self.envs_per_seed  # type: ignore[attr-defined]
+        if len(rngs) != n_seeds:
+            raise ValueError(
+                f"get_seed_sequences() needs one random stream per seed: {n_seeds} seeds, {len(rngs)} given."
+            )
+        if not self._flat:  # type: ignore[attr-defined]
+            self._prepare_tensors()
+        self.generator_ready = True
+        per_seed = self.buffer_size * n_envs  # type: ignore[attr-defined]
+        if batch_size is None:
+            batch_size = per_seed
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be a positive integer or None, got {batch_size}")
+        orders = []  # each seed's rollout rotated by its own split point, offset to its block of rows
+        for k, rng in enumerate(rngs):
+            split_index = rng.randint(per_seed) if rng is not None else 0
+            order = np.concatenate((np.arange(per_seed)[split_index:], np.arange(per_seed)[:split_index]))
+            orders.append(order + k * per_seed)
+        env_change = np.zeros((self.buffer_size, n_envs))  # type: ignore[attr-defined]
+        env_change[0, :] = 1.0
+        env_change = np.tile(self.swap_and_flatten(env_change).reshape(-1), n_seeds)  # type: ignore[attr-defined]
+        episode_starts = self.swap_and_flatten(self.episode_starts).reshape(-1)  # type: ignore[attr-defined]
+        for start in range(0, per_seed, batch_size):
+            chunks = [order[start : start + batch_size] for order in orders]
+            layouts = [sequence_layout(episode_starts[inds], env_change[inds]) for inds in chunks]
+            n_seq = max(len(seq_starts) for seq_starts, _, _ in layouts)
+            length = max(index.shape[1] for _, index, _ in layouts)
+            rows = np.zeros((n_seeds, n_seq, length), dtype=np.int64)
+            valid = np.zeros((n_seeds, n_seq, length), dtype=bool)
+            # a padding sequence starts from its own seed's first row (its outputs are never used)
+            firsts = np.repeat(np.arange(n_seeds) * per_seed, n_seq).reshape(n_seeds, n_seq)
+            for k, (inds, (seq_starts, index, seq_valid)) in enumerate(zip(chunks, layouts)):
+                rows[k, : index.shape[0], : index.shape[1]] = np.where(seq_valid, inds[index], k * per_seed)
+                valid[k, : index.shape[0], : index.shape[1]] = seq_valid
+                firsts[k, : len(seq_starts)] = inds[seq_starts]
+            yield self._padded_samples(rows.reshape(n_seeds, -1), valid.reshape(n_seeds, -1), firsts.reshape(-1))
+
+    def _padded_samples(self, rows: np.ndarray, valid: np.ndarray, firsts: np.ndarray) -> Any:
+        """The samples of padded sequences: each field gathered at ``rows`` (zero where not ``valid``), shaped as
+        ``valid`` (``[n_seq * length]``, or ``[K, n_seq * length]`` for K seeds), the LSTM states at ``firsts``.
+
+        Args:
+            rows: the rollout row of each padded slot.
+            valid: whether the slot is a real transition.
+            firsts: the rollout row of each sequence's first step (seed-major for K seeds).
+        """
         device = self.device  # type: ignore[attr-defined]
         flat = self._flat  # type: ignore[attr-defined]
-        rows = th.as_tensor(batch_inds[index].reshape(-1), device=device)  # rollout row of each padded slot
+        index = th.as_tensor(rows.reshape(-1), device=device)
         mask = th.as_tensor(valid.reshape(-1), device=device)
 
         def padded(tensor: th.Tensor) -> th.Tensor:
-            values = tensor[rows]
+            values = tensor[index]
             keep = mask.reshape(-1, *([1] * (values.dim() - 1)))
-            return th.where(keep, values, th.zeros((), dtype=values.dtype, device=device))
+            values = th.where(keep, values, th.zeros((), dtype=values.dtype, device=device))
+            return values.reshape(*valid.shape, *values.shape[1:])
 
-        firsts = th.as_tensor(batch_inds[seq_starts], device=device)
+        first_rows = th.as_tensor(firsts, device=device)
 
         def initial(name: str) -> th.Tensor:  # (n_seq, n_layers, hidden) -> (n_layers, n_seq, hidden)
-            return flat[name][firsts].swapaxes(0, 1).contiguous()
+            return flat[name][first_rows].swapaxes(0, 1).contiguous()
 
         observations = flat["observations"]
         return self._samples_class(
@@ -174,7 +243,7 @@ class _RecurrentMixin:
                 (initial("hidden_states_vf"), initial("cell_states_vf")),
             ),
             episode_starts=padded(flat["episode_starts"]),
-            mask=mask.float(),
+            mask=mask.reshape(valid.shape).float(),
         )
 
 
@@ -185,11 +254,12 @@ class RecurrentRolloutBuffer(_RecurrentMixin, RolloutBuffer):
         buffer_size: steps per env in a rollout.
         observation_space: observation space.
         action_space: action space.
-        hidden_state_shape: ``(n_steps, n_lstm_layers, n_envs, lstm_hidden_size)``.
+        hidden_state_shape: ``(n_steps, n_lstm_layers, n_seeds * n_envs, lstm_hidden_size)``.
         device: torch device of the samples.
         gae_lambda: GAE lambda.
         gamma: discount factor.
-        n_envs: number of parallel environments.
+        n_envs: number of parallel environments (per seed).
+        n_seeds: number of seeds K (their columns side by side, seed-major).
     """
 
     _samples_class = RecurrentRolloutBufferSamples
@@ -204,9 +274,10 @@ class RecurrentRolloutBuffer(_RecurrentMixin, RolloutBuffer):
         gae_lambda: float = 1,
         gamma: float = 0.99,
         n_envs: int = 1,
+        n_seeds: int = 1,
     ) -> None:
         self.hidden_state_shape = tuple(int(n) for n in hidden_state_shape)  # type: ignore[assignment]
-        super().__init__(buffer_size, observation_space, action_space, device, gae_lambda, gamma, n_envs)
+        super().__init__(buffer_size, observation_space, action_space, device, gae_lambda, gamma, n_envs, n_seeds)
 
 
 class RecurrentDictRolloutBuffer(_RecurrentMixin, DictRolloutBuffer):
@@ -216,11 +287,12 @@ class RecurrentDictRolloutBuffer(_RecurrentMixin, DictRolloutBuffer):
         buffer_size: steps per env in a rollout.
         observation_space: a Dict observation space.
         action_space: action space.
-        hidden_state_shape: ``(n_steps, n_lstm_layers, n_envs, lstm_hidden_size)``.
+        hidden_state_shape: ``(n_steps, n_lstm_layers, n_seeds * n_envs, lstm_hidden_size)``.
         device: torch device of the samples.
         gae_lambda: GAE lambda.
         gamma: discount factor.
-        n_envs: number of parallel environments.
+        n_envs: number of parallel environments (per seed).
+        n_seeds: number of seeds K (their columns side by side, seed-major).
     """
 
     _samples_class = RecurrentDictRolloutBufferSamples
@@ -235,6 +307,7 @@ class RecurrentDictRolloutBuffer(_RecurrentMixin, DictRolloutBuffer):
         gae_lambda: float = 1,
         gamma: float = 0.99,
         n_envs: int = 1,
+        n_seeds: int = 1,
     ) -> None:
         self.hidden_state_shape = tuple(int(n) for n in hidden_state_shape)  # type: ignore[assignment]
-        super().__init__(buffer_size, observation_space, action_space, device, gae_lambda, gamma, n_envs)
+        super().__init__(buffer_size, observation_space, action_space, device, gae_lambda, gamma, n_envs, n_seeds)

@@ -219,7 +219,8 @@ class RolloutBuffer(BaseBuffer):
 
         Args:
             batch_size: minibatch size per seed (None: the whole rollout in one batch).
-            generators: one torch generator per seed (required for K > 1).
+            generators: one torch generator per seed (required for K > 1); a None entry: a seed sitting out, which
+                draws nothing (its samples come in order).
         """
         if not self.full:
             raise RuntimeError(
@@ -242,7 +243,14 @@ class RolloutBuffer(BaseBuffer):
         else:
             if len(generators) != K:
                 raise ValueError(f"get_seeds() needs one generator per seed: {K} seeds, {len(generators)} given.")
-            indices = th.stack([th.randperm(per_seed, generator=g, device=self.device) for g in generators])
+            indices = th.stack(
+                [
+                    th.randperm(per_seed, generator=g, device=self.device)
+                    if g is not None
+                    else th.arange(per_seed, device=self.device)
+                    for g in generators
+                ]
+            )
         for start in range(0, per_seed, batch_size):
             yield self.seed_samples(indices[:, start : start + batch_size])
 

@@ -3,6 +3,11 @@
 Features go through an LSTM before the actor's (and, by default, a separate LSTM before the critic's) MLP. The
 LSTM state is reset (multiplied by 0) wherever ``episode_starts`` is 1. A batch of ``n_seq`` sequences is laid
 out sequence after sequence (``[n_seq * length, ...]``); during collection each env is a sequence of length 1.
+
+K > 1 seeds (a policy stacked by :func:`~lit_sb3.policies.seed_stack.stack_module`, ``n_seeds = K``): inputs are
+``[K, n_seq * length, ...]`` (each seed's sequences after one another), the LSTMs are
+:class:`~lit_sb3.policies.seed_stack.SeedLSTM` and the states ``[n_layers, K * n_seq, hidden]``, seed-major along
+the batch (seed i's sequences are columns ``i * n_seq`` to ``(i + 1) * n_seq - 1``); the same code runs both.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from gymnasium import spaces
 from torch import nn
 
 from lit_sb3.core.types import PyTorchObs, Schedule
-from lit_sb3.policies.base import ActorCriticPolicy, BaseModel
+from lit_sb3.policies.base import ActorCriticPolicy
 from lit_sb3.policies.distributions import Distribution
 from lit_sb3.policies.torch_layers import (
     BaseFeaturesExtractor,
@@ -41,18 +46,21 @@ class RNNStates(NamedTuple):
 
 
 def process_sequence(
-    features: th.Tensor, lstm_states: tuple[th.Tensor, th.Tensor], episode_starts: th.Tensor, lstm: nn.LSTM
+    features: th.Tensor, lstm_states: tuple[th.Tensor, th.Tensor], episode_starts: th.Tensor, lstm: nn.Module
 ) -> tuple[th.Tensor, tuple[th.Tensor, th.Tensor]]:
     """Run ``lstm`` over sequences, resetting its state where an episode starts.
 
     Args:
-        features: ``[n_seq * length, features_dim]``, sequence after sequence.
-        lstm_states: ``(h, c)`` at the start of each sequence, ``[n_layers, n_seq, hidden]``.
-        episode_starts: ``[n_seq * length]``, 1 where the state must be reset before the step.
-        lstm: the LSTM.
+        features: ``[n_seq * length, features_dim]``, sequence after sequence (K > 1 seeds: ``[K, n_seq * length,
+            features_dim]``).
+        lstm_states: ``(h, c)`` at the start of each sequence, ``[n_layers, n_seq, hidden]`` (K > 1: ``[n_layers,
+            K * n_seq, hidden]``, seed-major).
+        episode_starts: ``[n_seq * length]`` (K > 1: ``[K, n_seq * length]``), 1 where the state must be reset
+            before the step.
+        lstm: the LSTM (K > 1: a :class:`~lit_sb3.policies.seed_stack.SeedLSTM`).
 
     Returns:
-        The outputs ``[n_seq * length, hidden]`` and the final states.
+        The outputs, shaped as ``features`` with ``hidden`` features, and the final states.
     """
     n_seq = lstm_states[0].shape[1]
     # (n_seq * length, dim) -> (length, n_seq, dim)
@@ -62,9 +70,11 @@ def process_sequence(
     # starts, and in collection) is applied to the initial state, and the whole sequence is one LSTM call
     keep = (1.0 - starts[0]).view(1, n_seq, 1)
     state = (keep * lstm_states[0], keep * lstm_states[1])
+    # (length, n_seq, hidden) -> (n_seq * length, hidden), or (K, n_seq * length, hidden) for K seeds
+    shape = (*features.shape[:-1], lstm.hidden_size)
     if starts.shape[0] == 1 or not bool(starts[1:].any()):
         output, state = lstm(sequence, state)
-        return th.flatten(output.transpose(0, 1), start_dim=0, end_dim=1), state
+        return output.transpose(0, 1).reshape(shape), state
     outputs = []
     for t in range(sequence.shape[0]):
         if t > 0:
@@ -72,7 +82,7 @@ def process_sequence(
             state = (keep * state[0], keep * state[1])
         hidden, state = lstm(sequence[t].unsqueeze(0), state)
         outputs.append(hidden)
-    return th.flatten(th.cat(outputs).transpose(0, 1), start_dim=0, end_dim=1), state
+    return th.cat(outputs).transpose(0, 1).reshape(shape), state
 
 
 class RecurrentActorCriticPolicy(ActorCriticPolicy):
@@ -180,10 +190,10 @@ class RecurrentActorCriticPolicy(ActorCriticPolicy):
         return data
 
     def _both_features(self, obs: PyTorchObs) -> tuple[th.Tensor, th.Tensor]:
-        features = self.extract_features(obs)
         if self.share_features_extractor:
-            return features, features  # type: ignore[return-value]
-        return features  # type: ignore[return-value]
+            features = self._features(obs, self.features_extractor)
+            return features, features
+        return self._features(obs, self.pi_features_extractor), self._features(obs, self.vf_features_extractor)
 
     def _critic_latent(
         self, vf_features: th.Tensor, latent_pi: th.Tensor, states: RNNStates, starts: th.Tensor, new_pi: Any
@@ -213,7 +223,7 @@ class RecurrentActorCriticPolicy(ActorCriticPolicy):
         distribution = self._get_action_dist_from_latent(self.mlp_extractor.forward_actor(latent_pi))
         actions = distribution.get_actions(deterministic=deterministic)
         log_prob = distribution.log_prob(actions)
-        actions = actions.reshape((-1, *self.action_space.shape))  # type: ignore[misc]
+        actions = actions.reshape((*log_prob.shape, *self.action_space.shape))  # type: ignore[misc]
         return actions, values, log_prob, RNNStates(states_pi, states_vf)
 
     def get_distribution(  # type: ignore[override]
@@ -226,7 +236,7 @@ class RecurrentActorCriticPolicy(ActorCriticPolicy):
             lstm_states: the actor's states at the start of each sequence.
             episode_starts: 1 where an episode starts.
         """
-        features = BaseModel.extract_features(self, obs, self.pi_features_extractor)
+        features = self._features(obs, self.pi_features_extractor)
         latent_pi, states = process_sequence(features, lstm_states, episode_starts, self.lstm_actor)
         return self._get_action_dist_from_latent(self.mlp_extractor.forward_actor(latent_pi)), states
 
@@ -240,7 +250,7 @@ class RecurrentActorCriticPolicy(ActorCriticPolicy):
             lstm_states: the critic's states (the actor's with ``shared_lstm``) at the start of each sequence.
             episode_starts: 1 where an episode starts.
         """
-        features = BaseModel.extract_features(self, obs, self.vf_features_extractor)
+        features = self._features(obs, self.vf_features_extractor)
         if self.lstm_critic is not None:
             latent_vf, _ = process_sequence(features, lstm_states, episode_starts, self.lstm_critic)
         elif self.shared_lstm:

@@ -10,9 +10,11 @@ uses only these):
   an ``EnsembleLinear`` of n members (a seed's critic ensemble) one of ``K * n`` members, seed-major; elementwise
   activations stay; ``nn.LayerNorm`` becomes a :class:`SeedLayerNorm` (per-seed scale and bias);
   ``BatchRenorm`` one ``BatchRenorm`` of ``K * n`` members (per-seed affine parameters and running statistics);
-  ``nn.Conv2d`` a :class:`SeedConv2d` (one convolution per seed, on ``[K, batch, C, H, W]``);
+  ``nn.Conv2d`` a :class:`SeedConv2d` (one convolution per seed, on ``[K, batch, C, H, W]``); ``nn.LSTM`` a
+  :class:`SeedLSTM` (torch's LSTM kernel once per seed, on ``[length, K * batch, input]`` sequences with states
+  ``[layers, K * batch, hidden]``, seed-major along the batch);
   other parameter-free modules (``Flatten``, ...) run with K folded into the batch (:class:`SeedFolded`). A layer
-  kind not stacked yet (LSTM, a leaf module holding its own state) raises ``NotImplementedError`` naming
+  kind not stacked yet (GRU, a leaf module holding its own state) raises ``NotImplementedError`` naming
   it: K=1 never stacks anything and always works.
   :func:`stack_sequential` is the same for a list of ``nn.Sequential``.
 * :func:`seed_mean`, :func:`seed_mse`, :func:`seed_smooth_l1` — per-seed reductions ``[K, ...] -> [K]``; at K=1 they
@@ -44,6 +46,7 @@ __all__ = [
     "ParamLink",
     "SeedConv2d",
     "SeedFolded",
+    "SeedLSTM",
     "SeedLayerNorm",
     "clip_grad_norm_per_seed",
     "masked_seed_sum",
@@ -310,6 +313,85 @@ def _stack_conv2d(layers: Sequence[nn.Conv2d]) -> tuple[SeedConv2d, list[ParamLi
     return stacked, links
 
 
+class SeedLSTM(nn.Module):
+    """K ``nn.LSTM`` (one per seed, each with its own weights) as one module with ``nn.LSTM``'s calling convention
+    (``batch_first=False``): ``forward(sequence [length, K * batch, input_size], (h, c) [layers, K * batch, hidden])``,
+    the batch dimension seed-major (seed i's sequences are columns ``i * batch`` to ``(i + 1) * batch - 1``).
+
+    Each seed runs torch's LSTM kernel (``torch.lstm``, what ``nn.LSTM.forward`` calls) on its own columns with its
+    own weights, so a seed's outputs are those of its single-seed ``nn.LSTM`` on the same inputs. A per-seed loop
+    rather than one stacked cell: the kernel's fused recurrence stays (a cell written with ``baddbmm`` would run the
+    time steps in Python), as :class:`SeedConv2d` keeps the single convolution's kernel. The weights are stacked
+    ``[K, ...]`` parameters with ``nn.LSTM``'s names (``weight_ih_l0``, ``weight_hh_l0``, ``bias_ih_l0``, ...), so
+    per-seed optimisers, clipping and :class:`ParamLink` s treat them as any stacked layer.
+
+    Args:
+        layers: the K single-seed ``nn.LSTM`` (no dropout, unidirectional, no projection, ``batch_first=False``).
+    """
+
+    def __init__(self, layers: Sequence[nn.LSTM]) -> None:
+        super().__init__()
+        first = layers[0]
+        unsupported = {
+            "dropout": first.dropout > 0,  # the kernel draws dropout masks from torch's global stream, not a seed's
+            "bidirectional": first.bidirectional,
+            "proj_size": first.proj_size > 0,
+            "batch_first": first.batch_first,
+        }
+        bad = [name for name, flag in unsupported.items() if flag]
+        if bad:
+            raise NotImplementedError(
+                f"seed batching (K > 1) stacks LSTMs without {', '.join(bad)} (got {first}); K = 1 supports it."
+            )
+        self.n_seeds = len(layers)
+        self.input_size, self.hidden_size, self.num_layers = first.input_size, first.hidden_size, first.num_layers
+        self.bias = first.bias
+        kinds = ["weight_ih", "weight_hh"] + (["bias_ih", "bias_hh"] if first.bias else [])
+        # per layer, in the order the kernel takes them (nn.LSTM's flat weights)
+        self.weight_names = [f"{kind}_l{layer}" for layer in range(self.num_layers) for kind in kinds]
+        for name in self.weight_names:
+            members = [getattr(layer, name) for layer in layers]
+            self.register_parameter(name, nn.Parameter(th.stack([p.detach() for p in members]).clone()))
+
+    def forward(
+        self, sequence: th.Tensor, hx: tuple[th.Tensor, th.Tensor] | None = None
+    ) -> tuple[th.Tensor, tuple[th.Tensor, th.Tensor]]:
+        """Outputs ``[length, K * batch, hidden]`` and the final ``(h, c)``, each ``[layers, K * batch, hidden]``.
+
+        Args:
+            sequence: the seeds' sequences ``[length, K * batch, input_size]``, seed-major along dimension 1.
+            hx: the initial hidden and cell states, seed-major along dimension 1 (None: zeros, as ``nn.LSTM``).
+        """
+        if hx is None:
+            zeros = sequence.new_zeros(self.num_layers, sequence.shape[1], self.hidden_size)
+            hx = (zeros, zeros)
+        n = sequence.shape[1] // self.n_seeds
+        outputs, hs, cs = [], [], []
+        for i in range(self.n_seeds):
+            cols = slice(i * n, (i + 1) * n)
+            weights = [getattr(self, name)[i] for name in self.weight_names]
+            state = (hx[0][:, cols].contiguous(), hx[1][:, cols].contiguous())
+            output, h, c = th.lstm(
+                sequence[:, cols], state, weights, self.bias, self.num_layers, 0.0, self.training, False, False
+            )
+            outputs.append(output)
+            hs.append(h)
+            cs.append(c)
+        return th.cat(outputs, 1), (th.cat(hs, 1), th.cat(cs, 1))
+
+    def extra_repr(self) -> str:
+        return f"n_seeds={self.n_seeds}, {self.input_size}, {self.hidden_size}, num_layers={self.num_layers}"
+
+
+def _stack_lstm(layers: Sequence[nn.LSTM]) -> tuple[SeedLSTM, list[ParamLink]]:
+    """One :class:`SeedLSTM` holding K ``nn.LSTM``'s weights."""
+    stacked = SeedLSTM(layers).to(device=layers[0].weight_ih_l0.device)
+    links = [
+        ParamLink(getattr(stacked, name), [getattr(layer, name) for layer in layers]) for name in stacked.weight_names
+    ]
+    return stacked, links
+
+
 def _stack_layer_norm(layers: Sequence[nn.LayerNorm]) -> tuple[SeedLayerNorm, list[ParamLink]]:
     """One :class:`SeedLayerNorm` holding K ``nn.LayerNorm``'s affine parameters."""
     stacked = SeedLayerNorm(layers).to(device=layers[0].weight.device)
@@ -354,6 +436,10 @@ def _stack_into(target: nn.Module, group: Sequence[nn.Module], path: str, links:
         return stacked
     if type(first) is nn.Conv2d:
         stacked, layer_links = _stack_conv2d(group)
+        links += layer_links
+        return stacked
+    if type(first) is nn.LSTM:
+        stacked, layer_links = _stack_lstm(group)
         links += layer_links
         return stacked
     if isinstance(first, nn.LayerNorm) and first.weight is not None:
