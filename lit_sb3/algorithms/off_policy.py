@@ -854,6 +854,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 return scaled, scaled
         noises = [m.action_noise for m in members]  # type: ignore[attr-defined]
         if any(n is not None for n in noises):
+            # seed i's noise draws from seed i's numpy stream: what its separate run draws from the global one
+            for noise, rng in zip(noises, self._seed_state.np_rngs):  # type: ignore[union-attr]
+                if noise is not None and noise.rng is not rng:
+                    noise.rng = rng
             scaled = np.stack([np.clip(a + n(), -1, 1) if n is not None else a for a, n in zip(scaled, noises)]).astype(
                 scaled.dtype, copy=False
             )
