@@ -302,11 +302,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 f"{type(self).__name__} with K > 1 seeds supports Box observations (vectors, images) only yet, got "
                 f"{space} (K = 1 supports every space)."
             )
-        assert self._seed_state is not None
-        if self.n_steps > 1 and any(vn is not None for vn in self._seed_state.normalizers):
-            raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
-            )
         self._setup_lr_schedule()
         self._convert_train_freq()
         self._stack_members()
@@ -956,25 +951,31 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if state is None:
             return buffer.sample(batch_size, env=self._vec_normalize_env)
         assert isinstance(buffer, SeedReplayBuffer) and state.generators is not None
-        data = buffer.sample(batch_size, state.generators)
         if not any(vn is not None for vn in state.normalizers):
-            return data
-        if self.n_steps > 1:
-            raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
-            )
+            return buffer.sample(batch_size, state.generators)
+        # n-step returns: each step's reward normalised before the window's sum, as NStepReplayBuffer does
+        n_step = self.n_steps > 1
+        data = buffer.sample(batch_size, state.generators, self._normalize_seed_rewards if n_step else None)
         obs, next_obs = data.observations.cpu().numpy(), data.next_observations.cpu().numpy()
-        rewards = data.rewards.cpu().numpy()
         for i, vn in enumerate(state.normalizers):
             if vn is not None:
                 obs[i], next_obs[i] = vn.normalize_obs(obs[i]), vn.normalize_obs(next_obs[i])
-                rewards[i] = vn.normalize_reward(rewards[i])
         dev = self.device
         return data._replace(
             observations=th.as_tensor(obs, device=dev),
             next_observations=th.as_tensor(next_obs, device=dev),
-            rewards=th.as_tensor(rewards, device=dev),
+            rewards=data.rewards if n_step else self._normalize_seed_rewards(data.rewards),
         )
+
+    def _normalize_seed_rewards(self, rewards: th.Tensor) -> th.Tensor:
+        """Stored rewards ``[K, ...]`` normalised with each seed's VecNormalize (float32, on the model's device)."""
+        state = self._seed_state
+        assert state is not None
+        values = rewards.cpu().numpy()
+        for i, vn in enumerate(state.normalizers):
+            if vn is not None:
+                values[i] = vn.normalize_reward(values[i])
+        return th.as_tensor(values, device=self.device)
 
     def replay_buffer_of(self, i: int) -> ReplayBuffer:
         """Seed index i's transitions as an ordinary :class:`ReplayBuffer` (K > 1; e.g. ``m = model.member(i);
