@@ -27,11 +27,13 @@ clear error, ``bf16-mixed``/``bf16-true``/``32-true``/``64-true`` work.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import pathlib
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -272,8 +274,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         unsupported = {
             "replay_buffer_class": self.replay_buffer_class is not None,
             "optimize_memory_usage": self.optimize_memory_usage,
-            # gSDE noise is redrawn at each seed's own cycle start: not with per-seed cycles yet
-            "use_sde with train_freq in episodes": self.use_sde and self._seeds_sit_out(),
         }
         unknown = sorted(set(self.replay_buffer_kwargs) - {"handle_timeout_termination"})
         if unknown:
@@ -713,7 +713,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         while True:
             episodes_before = np.array(state.episode_nums)
             live = np.array([i not in self.failed for i in range(self.n_seeds)])
-            _, stop = self._collect_seed_steps(1)
+            _, stop = self._collect_seed_steps(1, cycles[0])
             if stop:
                 self._stop_requested = True
                 return None
@@ -741,22 +741,19 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         from their random streams, their optimisers do not step (per-seed optimisers), their parameters, targets
         and update counts are as before."""
         state = self._seed_state
-        assert state is not None and state.generators is not None
+        assert state is not None
         mask = th.as_tensor(taking, device=self.device)
-        generators, saved = state.generators, list(state.generators)
-        for i in np.flatnonzero(~taking):
-            generators[i] = None  # type: ignore[call-overload]
         snapshot = [link.stacked.detach().clone() for link in state.links]
         n_updates = np.array(self._n_updates)
         optimizers = list(self._optimizers_to_save().values())
-        state.update_mask = mask
+        state.update_mask, state.update_seeds = mask, taking
         for optimizer in optimizers:
             optimizer.active = mask  # type: ignore[attr-defined]
         try:
-            self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+            with self._only_seed_streams(taking):
+                self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
         finally:
-            generators[:] = saved
-            state.update_mask = None
+            state.update_mask, state.update_seeds = None, None
             for optimizer in optimizers:
                 optimizer.active = None  # type: ignore[attr-defined]
             self._n_updates = np.where(taking, self._n_updates, n_updates)
@@ -792,8 +789,14 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             if self._stop_requested or self._should_end_training_step(collected):
                 return None
 
-    def _collect_seed_steps(self, n_steps: int) -> tuple[int, bool]:
-        """Step every live seed's env up to ``n_steps`` times; returns (steps of this cycle, stop requested)."""
+    def _collect_seed_steps(self, n_steps: int, seed_cycle_steps: np.ndarray | None = None) -> tuple[int, bool]:
+        """Step every live seed's env up to ``n_steps`` times; returns (steps of this cycle, stop requested).
+
+        Args:
+            n_steps: steps of the (lockstep) cycle.
+            seed_cycle_steps: ``train_freq`` in episodes (one step at a time): each seed's steps so far in its own
+                cycle, which time its gSDE redraws (None: the seeds share the cycle).
+        """
         callback = self._rl_callback
         assert callback is not None
         context = self.fit_context
@@ -803,13 +806,16 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._cycle_open = False
         else:
             steps = 0
-            if self.use_sde:  # each seed's exploration matrices from its own stream, as collect_rollouts draws them
+            if self.use_sde and seed_cycle_steps is None:
+                # each seed's exploration matrices from its own stream, as collect_rollouts draws them
                 self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
             callback.on_rollout_start()
         self._set_policy_training_mode(False)
         n_envs = self.n_envs
         while steps < n_steps:
-            if self.use_sde and self.sde_sample_freq > 0 and steps % self.sde_sample_freq == 0:
+            if self.use_sde and seed_cycle_steps is not None:
+                self._reset_seed_noise(seed_cycle_steps)
+            elif self.use_sde and self.sde_sample_freq > 0 and steps % self.sde_sample_freq == 0:
                 self.actor.reset_noise(n_envs)  # type: ignore[operator]
             actions, buffer_actions = self._sample_seed_actions()
             self.num_timesteps += n_envs
@@ -832,6 +838,38 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 break
         callback.on_rollout_end()
         return steps, False
+
+    def _reset_seed_noise(self, cycle_steps: np.ndarray) -> None:
+        """gSDE with per-seed cycles: redraw the exploration matrices of the seeds whose own cycle starts now and
+        then of those at a multiple of ``sde_sample_freq`` steps into it (collect_rollouts' two redraws, in its
+        order); the other seeds draw nothing and keep theirs.
+
+        Args:
+            cycle_steps: each seed's steps so far in its own cycle.
+        """
+        redraws = [cycle_steps == 0]
+        if self.sde_sample_freq > 0:
+            redraws.append(cycle_steps % self.sde_sample_freq == 0)
+        for seeds in redraws:
+            if seeds.all():
+                self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
+            elif seeds.any():
+                with self._only_seed_streams(seeds):
+                    self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
+
+    @contextlib.contextmanager
+    def _only_seed_streams(self, seeds: np.ndarray) -> Iterator[None]:
+        """Within the block only ``seeds``' (host ``[K]`` bool) random streams draw: the others' generator slots are
+        empty (they draw nothing, and gSDE matrices they drew before are kept)."""
+        state = self._seed_state
+        assert state is not None and state.generators is not None
+        generators, saved = state.generators, list(state.generators)
+        for i in np.flatnonzero(~seeds):
+            generators[i] = None  # type: ignore[call-overload]
+        try:
+            yield
+        finally:
+            generators[:] = saved
 
     def _sample_seed_actions(self) -> tuple[np.ndarray, np.ndarray]:
         """Actions to take and to store for every seed ``[K, n_envs, ...]``: uniform random (each seed's own
