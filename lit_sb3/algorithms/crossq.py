@@ -269,9 +269,8 @@ class CrossQ(SAC):
 
             # delayed actor step; K seeds on their own update counts ([K], train_freq in episodes) take it when
             # their own count is due (`seeds`: [K] bool), the others' actors, alphas and actor statistics stay
-            due = self._due(self.policy_delay)
-            if np.any(due):
-                seeds = due if isinstance(due, np.ndarray) else None
+            due, seeds = self._due(self.policy_delay)
+            if due:
                 mask = active if seeds is None else self._active_mask(seeds)
                 if seeds is not None:
                     actor_due.append(seeds)

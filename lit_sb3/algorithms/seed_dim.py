@@ -361,22 +361,24 @@ class SeedDimensionMixin:
         state = self._seed_state
         return None if state is None else state.update_seeds
 
-    def _due(self, every: int) -> bool | np.ndarray:
+    def _due(self, every: int) -> tuple[bool, np.ndarray | None]:
         """Whether a step taken every ``every`` updates (TD3's and CrossQ's ``policy_delay``) is due at this update
-        (``_n_updates`` already counts it): a bool, or, when seeds keep their own update counts (``train_freq`` in
-        episodes, ``_n_updates`` a ``[K]`` array), the host ``[K]`` bool of the seeds taking this update whose own
-        count is a multiple of ``every`` (each seed's delayed steps follow its separate run's count).
+        (``_n_updates`` already counts it), and which seeds take it: None (every seed that takes the update), or,
+        when seeds keep their own update counts (``train_freq`` in episodes, ``_n_updates`` a ``[K]`` array), the
+        host ``[K]`` bool of the seeds taking this update whose own count is a multiple of ``every`` (each seed's
+        delayed steps follow its separate run's count).
 
         Args:
             every: the period in updates.
         """
         n_updates = self._n_updates  # type: ignore[attr-defined]
         if not isinstance(n_updates, np.ndarray):
-            return n_updates % every == 0
+            return n_updates % every == 0, None
         due = n_updates % every == 0
         state = self._seed_state
-        taking = None if state is None else state.update_seeds
-        return due if taking is None else due & taking
+        if state is not None and state.update_seeds is not None:
+            due &= state.update_seeds
+        return bool(due.any()), due
 
     def _restore_failed(self) -> None:
         """Undo any optimiser movement of the masked seeds (Adam moves a parameter even with a zero gradient)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import numpy as np
 import torch as th
 from gymnasium import spaces
 from torch import nn
@@ -219,11 +218,10 @@ class TD3(OffPolicyAlgorithm):
             critic.optimizer.step()
 
             # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets; K seeds
-            # on their own update counts ([K], train_freq in episodes) take it when their own count is due (`due`:
+            # on their own update counts ([K], train_freq in episodes) take it when their own count is due (`seeds`:
             # [K] bool), the other seeds' actors, Adam states and targets stay as they are
-            due = True if self.policy_delay == 1 else self._due(self.policy_delay)
-            if np.any(due):
-                seeds = due if isinstance(due, np.ndarray) else None
+            due, seeds = (True, None) if self.policy_delay == 1 else self._due(self.policy_delay)
+            if due:
                 mask = active if seeds is None else self._active_mask(seeds)
                 actor_loss = -seed_mean(critic.q1_forward(data.observations, actor(data.observations)), k)
                 actor_losses.append(actor_loss.detach())
