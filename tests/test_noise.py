@@ -136,3 +136,32 @@ def test_noise_dict_errors() -> None:
         noise_to_dict(Custom())
     with pytest.raises(ValueError, match="Unknown action noise type"):
         noise_from_dict({"type": "Nope"})
+
+
+def test_noise_with_its_own_generator_draws_what_the_global_stream_draws() -> None:
+    """``rng`` (a K-seed model gives seed i's noise seed i's numpy stream): the draws of a noise seeded with
+    ``RandomState(s)`` are those of the default noise after ``np.random.seed(s)``, and the global stream is not
+    touched; a VectorizedActionNoise gives its generator to every env's noise, also after a reset of the list."""
+    mean, sigma = np.zeros(2), np.array([0.2, 0.7])
+    for make in (lambda: NormalActionNoise(mean, sigma), lambda: OrnsteinUhlenbeckActionNoise(mean, sigma, dt=0.1)):
+        np.random.seed(4)
+        expected = [make() for _ in range(1)][0]
+        reference = np.stack([expected() for _ in range(5)])
+        np.random.seed(123)
+        before = np.random.get_state()[1].copy()
+        noise = make()
+        noise.rng = np.random.RandomState(4)
+        np.testing.assert_array_equal(np.stack([noise() for _ in range(5)]), reference)
+        np.testing.assert_array_equal(np.random.get_state()[1], before)
+    rng = np.random.RandomState(9)
+    vec = VectorizedActionNoise(NormalActionNoise(mean, sigma), n_envs=3)
+    vec.rng = rng
+    assert all(n.rng is rng for n in vec.noises)
+    vec.noises = [NormalActionNoise(mean, sigma) for _ in range(3)]
+    assert all(n.rng is rng for n in vec.noises)
+    np.random.seed(9)
+    reference = np.stack([np.random.normal(mean, sigma) for _ in range(3)]).astype(np.float32)
+    np.testing.assert_array_equal(vec(), reference)
+    base = NormalActionNoise(mean, sigma)
+    base.rng = rng
+    assert all(n.rng is rng for n in VectorizedActionNoise(base, n_envs=2).noises)  # not deep copies of it

@@ -270,6 +270,39 @@ def test_stack_module_stacks_layer_norm_and_batch_renorm_per_seed():
     th.testing.assert_close(stacked(x)[2], nets[2](x[2]))
 
 
+def test_stacked_batch_renorm_counts_warm_up_per_seed_and_skips_seeds_sitting_out():
+    """Seeds on their own update schedules: a stacked BatchRenorm counts each seed's passes (``steps`` ``[K]``), one
+    seed renormalises while another is still in its warm-up, and a seed outside ``active`` neither counts the pass
+    nor moves its running statistics; every seed's output and gradients are its own layer's."""
+    layers = []
+    for seed in range(3):
+        th.manual_seed(seed)
+        layers.append(BatchRenorm(4, warmup_steps=2, n_members=2))
+        with th.no_grad():
+            layers[-1].scale.add_(th.randn_like(layers[-1].scale) * 0.3)
+    stacked, links = stack_module(layers)
+    assert stacked.steps.shape == (3,) and stacked.n_seeds == 3
+    passes = [[0, 1, 2], [0, 1, 2], [0, 2], [0, 2], [0, 1, 2], [2]]  # the seeds taking each pass
+    for step, taking in enumerate(passes):
+        x = th.randn(6, 5, 4) * (step + 1)
+        active = np.isin(np.arange(3), taking)
+        stacked.active = active
+        y = stacked(x.requires_grad_())
+        y.square().sum().backward()
+        for i in taking:
+            xi = x[2 * i : 2 * i + 2].detach().requires_grad_()
+            yi = layers[i](xi)
+            yi.square().sum().backward()
+            th.testing.assert_close(y[2 * i : 2 * i + 2], yi)
+            th.testing.assert_close(x.grad[2 * i : 2 * i + 2], xi.grad)
+        x.grad = None
+        assert stacked.steps.tolist() == [int(layer.steps) for layer in layers] == list(stacked._steps)
+        for link in links:
+            for i in range(3):
+                th.testing.assert_close(link.seed_slice(i), link.member_tensors[i].detach())
+    assert list(stacked._steps) == [5, 3, 6]  # seed 0 renormalised while seed 1 was still in its warm-up
+
+
 def test_stack_module_stacks_nature_cnn_per_seed():
     """NatureCNN (Conv2d, ReLU, Flatten, Linear) of K = 3 seeds on ``[K, batch, C, H, W]``: outputs, gradients and
     write-back equal each seed's own network."""

@@ -3,6 +3,8 @@ RLTrainer, member save/load, failure masking and per-seed logging."""
 
 from __future__ import annotations
 
+import copy
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -17,6 +19,7 @@ from lit_sb3 import (
     TQC,
     CrossQ,
     NormalActionNoise,
+    OrnsteinUhlenbeckActionNoise,
     RLEnvDataModule,
     RLTrainer,
     SeedBatch,
@@ -112,6 +115,28 @@ EQUIVALENCE = {
     "qrdqn": (QRDQN, "CartPole-v1", dict(DQN_KW, learning_starts=30, train_freq=1, target_update_interval=20,
                                           exploration_fraction=0.5, max_grad_norm=0.5,
                                           policy_kwargs=dict(net_arch=[16], n_quantiles=5)), 200),
+    # action noise: seed i's noise draws from seed i's numpy stream, the global one of its separate run
+    "td3_normal_noise": (TD3, "Pendulum-v1", dict(TD3_KW, learning_starts=30,
+                                                  action_noise=NormalActionNoise(np.zeros(1), 0.3 * np.ones(1))), 150),
+    "ddpg_ou_noise": (DDPG, "Pendulum-v1", dict(TD3_KW, learning_starts=30, action_noise=OrnsteinUhlenbeckActionNoise(
+        np.zeros(1), 0.5 * np.ones(1), dt=0.1)), 150, [40, 50, 60]),
+    # train_freq in episodes with policy_delay 2: each seed's delayed actor/target steps follow its own update count
+    "td3_episodes_delay": (TD3, "Pendulum-v1", dict(TD3_KW, learning_starts=30, train_freq=(1, "episode"),
+                                                    gradient_steps=3, policy_delay=2), 150, [20, 25, 30]),
+    # CrossQ with train_freq in episodes: per-seed BatchRenorm warm-up counters (the seeds' critics leave the warm-up
+    # of 40 passes at different updates) and per-seed policy_delay 3. Adam's eps is 1e-4: a Linear bias that feeds a
+    # BatchRenorm layer has no true gradient (the batch mean removes it), so its Adam steps are round-off (~1e-9)
+    # over sqrt(v) + eps, and with eps 1e-8 the batch's and the separate run's different round-off (baddbmm against
+    # addmm) become different steps of up to ~0.1 lr (measured on main's lockstep CrossQ with train_freq=20: 2.5e-3
+    # after 20 updates); with eps 1e-4 every parameter agrees to 2.4e-7 (measured)
+    "crossq_episodes": (CrossQ, "Pendulum-v1", dict(SAC_KW, learning_starts=30, train_freq=(1, "episode"),
+                                                    gradient_steps=-1, policy_kwargs=dict(
+                                                        net_arch=[16, 16], renorm_warmup_steps=40,
+                                                        optimizer_kwargs=dict(betas=(0.5, 0.999), eps=1e-4))),
+                        150, [20, 25, 30]),
+    # gSDE with train_freq in episodes: each seed's matrices redrawn at its own cycle start and every 3 steps into it
+    "sac_sde_episodes": (SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30, use_sde=True, sde_sample_freq=3,
+                                                  train_freq=(1, "episode"), gradient_steps=4), 150, [20, 25, 30]),
 }  # fmt: skip
 
 
@@ -127,17 +152,49 @@ def test_k3_batch_equals_three_separate_runs(algo, tmp_path):
         env_kwargs = dict(max_episode_steps=lengths[0][i]) if lengths else None
         return make_vec_env(env_id, n_envs=1, seed=seeds[i], env_kwargs=env_kwargs)
 
+    batch, *_ = _assert_k3_equals_separate_runs(cls, kwargs, steps, seeds, env, tmp_path)
+    if isinstance(batch._n_updates, np.ndarray):  # train_freq in episodes: the seeds' update counts differ
+        assert len(set(batch._n_updates.tolist())) > 1
+    if algo == "crossq_episodes":  # per-seed BatchRenorm counters (compared above), some past the warm-up
+        counters = [m.steps for m in batch.critic.modules() if hasattr(m, "warmup_steps")]
+        assert counters and all(c.shape == (3,) for c in counters) and max(int(c.max()) for c in counters) > 40
+
+
+def _assert_k3_equals_separate_runs(cls, kwargs: dict, steps: int, seeds: list[int], env, tmp_path) -> list:
+    """Fit a K=3 batch and the 3 separate runs (each with its own deep copy of the arguments: an action noise
+    process is not shared); parameters, optimiser states and counters equal (tolerance above). Returns the batch
+    and the separate runs."""
     batch = SeedBatch(cls, seeds=seeds, **kwargs)
     assert type(batch) is cls and batch.n_seeds == 3 and batch.seeds == seeds
     _fit(batch, [env(i) for i in range(3)], steps, tmp_path)
     assert not batch.failed and batch.num_timesteps == steps
+    singles = []
     for i, seed in enumerate(seeds):
-        single = cls("MlpPolicy", seed=seed, **kwargs)
+        single = cls("MlpPolicy", seed=seed, **copy.deepcopy(kwargs))
         _fit(single, env(i), steps, tmp_path)
         member = batch.member(i)
         assert member.seed == seed and member.num_timesteps == steps and member._n_updates == single._n_updates > 0
         _assert_state_equal(member.policy.state_dict(), single.policy.state_dict(), atol=1e-5)
         _assert_optimizers_equal(member, single)
+        singles.append(single)
+    return [batch, *singles]
+
+
+def test_n_step_returns_with_vec_normalize_k3_equal_three_separate_runs(tmp_path):
+    """n-step returns with each seed's VecNormalize: each step's reward normalised with that seed's statistics before
+    the window's sum, observations normalised per seed, as NStepReplayBuffer does for the separate run."""
+    from lit_sb3.vec_env import VecNormalize
+
+    seeds = [3, 5, 7]
+
+    def env(i: int):
+        return VecNormalize(make_vec_env("Pendulum-v1", n_envs=1, seed=seeds[i]))
+
+    kwargs = dict(SAC_KW, learning_starts=30, n_steps=3)
+    batch, *singles = _assert_k3_equals_separate_runs(SAC, kwargs, 150, seeds, env, tmp_path)
+    for vn, single in zip(batch._seed_state.normalizers, singles, strict=True):
+        np.testing.assert_allclose(vn.obs_rms.mean, single._vec_normalize_env.obs_rms.mean, atol=1e-5)
+        np.testing.assert_allclose(vn.ret_rms.var, single._vec_normalize_env.ret_rms.var, rtol=1e-4)
 
 
 def test_td3_and_dqn_batches_train_through_rltrainer(tmp_path):
@@ -320,12 +377,10 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(Unbatched, seeds=[0, 1])
     with pytest.raises(TypeError, match="seeds="):
         SeedBatch(SAC, seeds=[0], seed=1)
-    with pytest.raises(NotImplementedError, match="TD3 with K > 1 seeds does not support train_freq in episodes with"):
-        SeedBatch(TD3, seeds=[0, 1], train_freq=(1, "episode"))
-    with pytest.raises(NotImplementedError, match="CrossQ with K > 1 seeds does not support train_freq in episodes"):
-        SeedBatch(CrossQ, seeds=[0, 1], train_freq=(1, "episode"))
-    with pytest.raises(NotImplementedError, match="use_sde with train_freq in episodes"):
-        SeedBatch(SAC, seeds=[0, 1], use_sde=True, train_freq=(1, "episode"))
+    with pytest.raises(NotImplementedError, match="optimize_memory_usage"):
+        SeedBatch(
+            DQN, seeds=[0, 1], optimize_memory_usage=True, replay_buffer_kwargs=dict(handle_timeout_termination=False)
+        )
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
     with pytest.raises(ValueError, match="normalize=True with a list"):

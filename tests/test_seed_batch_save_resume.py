@@ -13,7 +13,22 @@ import numpy as np
 import pytest
 import torch as th
 
-from lit_sb3 import A2C, DDPG, DQN, PPO, QRDQN, SAC, TD3, TQC, RecurrentPPO, RLEnvDataModule, RLTrainer, SeedBatch
+from lit_sb3 import (
+    A2C,
+    DDPG,
+    DQN,
+    PPO,
+    QRDQN,
+    SAC,
+    TD3,
+    TQC,
+    CrossQ,
+    OrnsteinUhlenbeckActionNoise,
+    RecurrentPPO,
+    RLEnvDataModule,
+    RLTrainer,
+    SeedBatch,
+)
 from lit_sb3.algorithms.ppo_mask import MaskablePPO
 from lit_sb3.algorithms.trpo import TRPO
 from lit_sb3.callbacks import EnvStepCheckpoint
@@ -193,6 +208,15 @@ RESUME = {
     "dqn-failed-seed": (DQN, "CartPole-v1", dict(DQN_KW, train_freq=2, gradient_steps=1), 200, 93,
                         dict(nan_seed=1, nan_after=50)),
     "td3": (TD3, "Pendulum-v1", dict(OFF, train_freq=2), 120, 55, {}),
+    # TD3's delayed steps on each seed's own update count, each seed's Ornstein-Uhlenbeck process on its numpy stream
+    "td3-episodes-ou-noise": (TD3, "Pendulum-v1", dict(OFF, train_freq=(1, "episode"), gradient_steps=3,
+                                                       action_noise=OrnsteinUhlenbeckActionNoise(np.zeros(1),
+                                                                                                 0.5 * np.ones(1))),
+                              130, 57, dict(lengths=[20, 25, 30])),
+    # CrossQ's per-seed BatchRenorm warm-up counters (left at different updates) and delayed actor steps
+    "crossq-episodes": (CrossQ, "Pendulum-v1", dict(OFF, train_freq=(1, "episode"), gradient_steps=-1,
+                                                    policy_kwargs=dict(net_arch=[16], renorm_warmup_steps=20)),
+                        130, 57, dict(lengths=[20, 25, 30])),
     # each seed's VecNormalize statistics (and the normalised observations stored per seed)
     "sac-vecnormalize": (SAC, "Pendulum-v1", dict(OFF, train_freq=2), 120, 55, dict(normalize=True)),
     "ppo": (PPO, "CartPole-v1", dict(ON, batch_size=8, n_epochs=2, target_kl=0.01), 128, 40, {}),

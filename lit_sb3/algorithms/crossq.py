@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import numpy as np
 import torch as th
 from gymnasium import spaces
 from torch import nn
@@ -40,6 +41,13 @@ def _set_mode(modules: list[nn.Module], mode: bool) -> None:
     """Training (``True``: batch statistics, running statistics updated) or evaluation mode of BatchRenorm layers."""
     for module in modules:
         module.training = mode
+
+
+def _set_active(modules: list[BatchRenorm], seeds: np.ndarray | None) -> None:
+    """K seeds: the seeds (host ``[K]`` bool) whose training-mode passes of these BatchRenorm layers count and move
+    their running statistics (None: every seed)."""
+    for module in modules:
+        module.active = seeds
 
 
 class CrossQ(SAC):
@@ -157,19 +165,12 @@ class CrossQ(SAC):
         self.policy_delay = policy_delay
         self._init_env_and_model(env, _init_setup_model)
 
-    def _check_seed_batchable(self) -> None:
-        super()._check_seed_batchable()
-        if self._seeds_sit_out():  # a seed sitting out an update would still count BatchRenorm's warm-up passes
-            raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds does not support train_freq in episodes yet (K = 1 does)."
-            )
-
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
-        """BatchRenorm's warm-up counters (one for all seeds, which update in lockstep) into member i."""
+        """Seed i's BatchRenorm warm-up counters into member i."""
         super()._sync_member_state(i, member)
         for mine, theirs in zip(self._all_norms, member._all_norms):  # type: ignore[attr-defined]
-            theirs.steps.copy_(mine.steps)
-            theirs._steps = mine._steps
+            theirs.steps.copy_(mine.steps[i])
+            theirs._steps = int(mine._steps[i])
 
     def _setup_model(self) -> None:
         super()._setup_model()
@@ -220,8 +221,12 @@ class CrossQ(SAC):
         actor, critic = self.actor, self.critic
         n_critics, k, active = critic.n_critics, self.n_seeds, self._active_mask()
         batch_dim = 0 if k == 1 else 1  # where (s, s') and (a, a') are joined
+        # K seeds on their own update schedules: only the seeds taking this update count BatchRenorm passes
+        updating = self._updating_seeds()
+        if updating is not None:
+            _set_active(self._critic_norms, updating)
 
-        ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
+        ent_coef_losses, ent_coefs, actor_losses, critic_losses, actor_due = [], [], [], [], []
         for _ in range(gradient_steps):
             self._n_updates += 1
             data = self._sample_replay(batch_size)
@@ -262,7 +267,15 @@ class CrossQ(SAC):
             self._backward(masked_seed_sum(critic_loss, active))
             critic.optimizer.step()
 
-            if self._n_updates % self.policy_delay == 0:
+            # delayed actor step; K seeds on their own update counts ([K], train_freq in episodes) take it when
+            # their own count is due (`seeds`: [K] bool), the others' actors, alphas and actor statistics stay
+            due, seeds = self._due(self.policy_delay)
+            if due:
+                mask = active if seeds is None else self._active_mask(seeds)
+                if seeds is not None:
+                    actor_due.append(seeds)
+                    _set_active(self._actor_norms, seeds)
+
                 # a ~ pi(.|s), the actor's BatchRenorm in training mode
                 _set_mode(self._actor_norms, True)
                 actions_pi, log_prob = actor.action_log_prob(data.observations)
@@ -270,22 +283,31 @@ class CrossQ(SAC):
                 _set_mode(self._actor_norms, False)
 
                 # entropy coefficient: minimise -log(alpha) * (log pi(a|s) + target_entropy)
-                self._update_ent_coef(log_prob, ent_coef_losses)
+                self._update_ent_coef(log_prob, ent_coef_losses, seeds)
 
                 # actor loss: alpha * log pi(a|s) - min_i Q_i(s, a), critics in evaluation mode, gradients into the actor
                 min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=-3).values
                 actor_loss = seed_mean(ent_coef * log_prob - min_qf_pi, k)
                 actor_losses.append(actor_loss.detach())
                 actor.optimizer.zero_grad(set_to_none=True)
-                self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
-                actor.optimizer.step()
+                self._backward(masked_seed_sum(actor_loss, mask), inputs=self._actor_params)
+                if seeds is None:
+                    actor.optimizer.step()
+                else:
+                    actor.optimizer.step(mask)  # a per-seed optimiser: only the due seeds step
 
+        if updating is not None:
+            _set_active(self._all_norms, None)
         self.record("train/n_updates", self._n_updates, exclude="tensorboard")
         self.record("train/ent_coef", _mean(ent_coefs))
-        if actor_losses:
+        if actor_due:  # each seed's mean over its own delayed steps
+            self._record_due_steps("train/actor_loss", actor_losses, actor_due)
+        elif actor_losses:
             self.record("train/actor_loss", _mean(actor_losses))
         self.record("train/critic_loss", _mean(critic_losses))
-        if ent_coef_losses:
+        if actor_due and ent_coef_losses:
+            self._record_due_steps("train/ent_coef_loss", ent_coef_losses, actor_due)
+        elif ent_coef_losses:
             self.record("train/ent_coef_loss", _mean(ent_coef_losses))
         if k > 1:
             self._check_finite("critic loss", th.stack(critic_losses))

@@ -27,11 +27,13 @@ clear error, ``bf16-mixed``/``bf16-true``/``32-true``/``64-true`` work.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import pathlib
 import sys
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -272,8 +274,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         unsupported = {
             "replay_buffer_class": self.replay_buffer_class is not None,
             "optimize_memory_usage": self.optimize_memory_usage,
-            # gSDE noise is redrawn at each seed's own cycle start: not with per-seed cycles yet
-            "use_sde with train_freq in episodes": self.use_sde and self._seeds_sit_out(),
         }
         unknown = sorted(set(self.replay_buffer_kwargs) - {"handle_timeout_termination"})
         if unknown:
@@ -301,11 +301,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             raise NotImplementedError(
                 f"{type(self).__name__} with K > 1 seeds supports Box observations (vectors, images) only yet, got "
                 f"{space} (K = 1 supports every space)."
-            )
-        assert self._seed_state is not None
-        if self.n_steps > 1 and any(vn is not None for vn in self._seed_state.normalizers):
-            raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
             )
         self._setup_lr_schedule()
         self._convert_train_freq()
@@ -718,7 +713,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         while True:
             episodes_before = np.array(state.episode_nums)
             live = np.array([i not in self.failed for i in range(self.n_seeds)])
-            _, stop = self._collect_seed_steps(1)
+            _, stop = self._collect_seed_steps(1, cycles[0])
             if stop:
                 self._stop_requested = True
                 return None
@@ -746,22 +741,19 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         from their random streams, their optimisers do not step (per-seed optimisers), their parameters, targets
         and update counts are as before."""
         state = self._seed_state
-        assert state is not None and state.generators is not None
+        assert state is not None
         mask = th.as_tensor(taking, device=self.device)
-        generators, saved = state.generators, list(state.generators)
-        for i in np.flatnonzero(~taking):
-            generators[i] = None  # type: ignore[call-overload]
         snapshot = [link.stacked.detach().clone() for link in state.links]
         n_updates = np.array(self._n_updates)
         optimizers = list(self._optimizers_to_save().values())
-        state.update_mask = mask
+        state.update_mask, state.update_seeds = mask, taking
         for optimizer in optimizers:
             optimizer.active = mask  # type: ignore[attr-defined]
         try:
-            self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+            with self._only_seed_streams(taking):
+                self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
         finally:
-            generators[:] = saved
-            state.update_mask = None
+            state.update_mask, state.update_seeds = None, None
             for optimizer in optimizers:
                 optimizer.active = None  # type: ignore[attr-defined]
             self._n_updates = np.where(taking, self._n_updates, n_updates)
@@ -797,8 +789,14 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             if self._stop_requested or self._should_end_training_step(collected):
                 return None
 
-    def _collect_seed_steps(self, n_steps: int) -> tuple[int, bool]:
-        """Step every live seed's env up to ``n_steps`` times; returns (steps of this cycle, stop requested)."""
+    def _collect_seed_steps(self, n_steps: int, seed_cycle_steps: np.ndarray | None = None) -> tuple[int, bool]:
+        """Step every live seed's env up to ``n_steps`` times; returns (steps of this cycle, stop requested).
+
+        Args:
+            n_steps: steps of the (lockstep) cycle.
+            seed_cycle_steps: ``train_freq`` in episodes (one step at a time): each seed's steps so far in its own
+                cycle, which time its gSDE redraws (None: the seeds share the cycle).
+        """
         callback = self._rl_callback
         assert callback is not None
         context = self.fit_context
@@ -808,13 +806,16 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._cycle_open = False
         else:
             steps = 0
-            if self.use_sde:  # each seed's exploration matrices from its own stream, as collect_rollouts draws them
+            if self.use_sde and seed_cycle_steps is None:
+                # each seed's exploration matrices from its own stream, as collect_rollouts draws them
                 self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
             callback.on_rollout_start()
         self._set_policy_training_mode(False)
         n_envs = self.n_envs
         while steps < n_steps:
-            if self.use_sde and self.sde_sample_freq > 0 and steps % self.sde_sample_freq == 0:
+            if self.use_sde and seed_cycle_steps is not None:
+                self._reset_seed_noise(seed_cycle_steps)
+            elif self.use_sde and self.sde_sample_freq > 0 and steps % self.sde_sample_freq == 0:
                 self.actor.reset_noise(n_envs)  # type: ignore[operator]
             actions, buffer_actions = self._sample_seed_actions()
             self.num_timesteps += n_envs
@@ -838,6 +839,38 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         callback.on_rollout_end()
         return steps, False
 
+    def _reset_seed_noise(self, cycle_steps: np.ndarray) -> None:
+        """gSDE with per-seed cycles: redraw the exploration matrices of the seeds whose own cycle starts now and
+        then of those at a multiple of ``sde_sample_freq`` steps into it (collect_rollouts' two redraws, in its
+        order); the other seeds draw nothing and keep theirs.
+
+        Args:
+            cycle_steps: each seed's steps so far in its own cycle.
+        """
+        redraws = [cycle_steps == 0]
+        if self.sde_sample_freq > 0:
+            redraws.append(cycle_steps % self.sde_sample_freq == 0)
+        for seeds in redraws:
+            if seeds.all():
+                self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
+            elif seeds.any():
+                with self._only_seed_streams(seeds):
+                    self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
+
+    @contextlib.contextmanager
+    def _only_seed_streams(self, seeds: np.ndarray) -> Iterator[None]:
+        """Within the block only ``seeds``' (host ``[K]`` bool) random streams draw: the others' generator slots are
+        empty (they draw nothing, and gSDE matrices they drew before are kept)."""
+        state = self._seed_state
+        assert state is not None and state.generators is not None
+        generators, saved = state.generators, list(state.generators)
+        for i in np.flatnonzero(~seeds):
+            generators[i] = None  # type: ignore[call-overload]
+        try:
+            yield
+        finally:
+            generators[:] = saved
+
     def _sample_seed_actions(self) -> tuple[np.ndarray, np.ndarray]:
         """Actions to take and to store for every seed ``[K, n_envs, ...]``: uniform random (each seed's own
         seeded action space) during the warm-up, else the stacked policy's, plus each seed's action noise."""
@@ -854,6 +887,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 return scaled, scaled
         noises = [m.action_noise for m in members]  # type: ignore[attr-defined]
         if any(n is not None for n in noises):
+            # seed i's noise draws from seed i's numpy stream: what its separate run draws from the global one
+            for noise, rng in zip(noises, self._seed_state.np_rngs):  # type: ignore[union-attr]
+                if noise is not None and noise.rng is not rng:
+                    noise.rng = rng
             scaled = np.stack([np.clip(a + n(), -1, 1) if n is not None else a for a, n in zip(scaled, noises)]).astype(
                 scaled.dtype, copy=False
             )
@@ -952,25 +989,31 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if state is None:
             return buffer.sample(batch_size, env=self._vec_normalize_env)
         assert isinstance(buffer, SeedReplayBuffer) and state.generators is not None
-        data = buffer.sample(batch_size, state.generators)
         if not any(vn is not None for vn in state.normalizers):
-            return data
-        if self.n_steps > 1:
-            raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds does not support n_steps > 1 with VecNormalize yet (K = 1 does)."
-            )
+            return buffer.sample(batch_size, state.generators)
+        # n-step returns: each step's reward normalised before the window's sum, as NStepReplayBuffer does
+        n_step = self.n_steps > 1
+        data = buffer.sample(batch_size, state.generators, self._normalize_seed_rewards if n_step else None)
         obs, next_obs = data.observations.cpu().numpy(), data.next_observations.cpu().numpy()
-        rewards = data.rewards.cpu().numpy()
         for i, vn in enumerate(state.normalizers):
             if vn is not None:
                 obs[i], next_obs[i] = vn.normalize_obs(obs[i]), vn.normalize_obs(next_obs[i])
-                rewards[i] = vn.normalize_reward(rewards[i])
         dev = self.device
         return data._replace(
             observations=th.as_tensor(obs, device=dev),
             next_observations=th.as_tensor(next_obs, device=dev),
-            rewards=th.as_tensor(rewards, device=dev),
+            rewards=data.rewards if n_step else self._normalize_seed_rewards(data.rewards),
         )
+
+    def _normalize_seed_rewards(self, rewards: th.Tensor) -> th.Tensor:
+        """Stored rewards ``[K, ...]`` normalised with each seed's VecNormalize (float32, on the model's device)."""
+        state = self._seed_state
+        assert state is not None
+        values = rewards.cpu().numpy()
+        for i, vn in enumerate(state.normalizers):
+            if vn is not None:
+                values[i] = vn.normalize_reward(values[i])
+        return th.as_tensor(values, device=self.device)
 
     def replay_buffer_of(self, i: int) -> ReplayBuffer:
         """Seed index i's transitions as an ordinary :class:`ReplayBuffer` (K > 1; e.g. ``m = model.member(i);

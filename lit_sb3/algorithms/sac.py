@@ -236,12 +236,13 @@ class SAC(OffPolicyAlgorithm):
             optimizers["ent_coef_optimizer"] = self.ent_coef_optimizer
         return optimizers
 
-    def _update_ent_coef(self, log_prob: th.Tensor, losses: list[th.Tensor]) -> None:
+    def _update_ent_coef(self, log_prob: th.Tensor, losses: list[th.Tensor], due: np.ndarray | None = None) -> None:
         """One step on log(alpha): minimise -log(alpha) * (log pi(a|s) + target_entropy) (none for a fixed alpha).
 
         Args:
             log_prob: log pi(a|s) of the reparametrised actions, ``[batch, 1]`` (``[K, batch, 1]``).
             losses: where the (detached) per-seed loss is appended for logging.
+            due: only these seeds step (host ``[K]`` bool: CrossQ's delayed step, seeds on their own update counts).
         """
         if self.ent_coef_optimizer is None or self.log_ent_coef is None:
             return
@@ -249,8 +250,12 @@ class SAC(OffPolicyAlgorithm):
         ent_coef_loss = -seed_mean(log_ent_coef * (log_prob + self.target_entropy).detach(), self.n_seeds)
         losses.append(ent_coef_loss.detach())
         self.ent_coef_optimizer.zero_grad(set_to_none=True)
-        self._backward(masked_seed_sum(ent_coef_loss, self._active_mask()))
-        self.ent_coef_optimizer.step()
+        mask = self._active_mask(due)
+        self._backward(masked_seed_sum(ent_coef_loss, mask))
+        if due is None:
+            self.ent_coef_optimizer.step()
+        else:
+            self.ent_coef_optimizer.step(mask)  # a per-seed optimiser: only the due seeds step
 
     def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
         """SAC update: ``gradient_steps`` steps of entropy-coefficient, critic and actor updates.

@@ -76,8 +76,10 @@ class _SeedState:
         self.generators: list[th.Generator] | None = None
         # seed i's numpy stream: the global one its separate run seeds with np.random.seed(seed) (epsilon-greedy)
         self.np_rngs = [np.random.RandomState(seed) for seed in seeds]
-        # during an update that only some seeds take (their own schedules): [K] bool of those seeds
+        # during an update that only some seeds take (their own schedules): [K] bool of those seeds (on the
+        # model's device, and on the host: update_seeds)
         self.update_mask: th.Tensor | None = None
+        self.update_seeds: np.ndarray | None = None
         self.built = False
 
 
@@ -335,18 +337,48 @@ class SeedDimensionMixin:
         if state is not None and state.built and not was_failed:
             state.frozen[int(i)] = [link.stacked.detach().clone() for link in state.links]
 
-    def _active_mask(self) -> th.Tensor | None:
+    def _active_mask(self, due: np.ndarray | None = None) -> th.Tensor | None:
         """``[K]`` bool of the seeds that take this update: live, and not sitting it out (None when every seed
-        takes it: no masking work)."""
+        takes it: no masking work).
+
+        Args:
+            due: only these seeds (a host ``[K]`` bool, from :meth:`_due`): a step that seeds on their own update
+                counts take at different updates (TD3's and CrossQ's delayed actor step).
+        """
         state = self._seed_state
         update = None if state is None else state.update_mask
-        if not self.failed and update is None:  # type: ignore[attr-defined]
+        if not self.failed and update is None and due is None:  # type: ignore[attr-defined]
             return None
-        mask = th.ones(self.n_seeds, dtype=th.bool)  # type: ignore[attr-defined]
+        mask = th.ones(self.n_seeds, dtype=th.bool) if due is None else th.as_tensor(due, dtype=th.bool)  # type: ignore[attr-defined]
         for i in self.failed:  # type: ignore[attr-defined]
             mask[i] = False
         mask = mask.to(self.device)  # type: ignore[attr-defined]
         return mask if update is None else mask & update
+
+    def _updating_seeds(self) -> np.ndarray | None:
+        """Host ``[K]`` bool of the seeds taking the current update while others sit it out (their own update
+        schedules), None when every seed takes it (or K = 1)."""
+        state = self._seed_state
+        return None if state is None else state.update_seeds
+
+    def _due(self, every: int) -> tuple[bool, np.ndarray | None]:
+        """Whether a step taken every ``every`` updates (TD3's and CrossQ's ``policy_delay``) is due at this update
+        (``_n_updates`` already counts it), and which seeds take it: None (every seed that takes the update), or,
+        when seeds keep their own update counts (``train_freq`` in episodes, ``_n_updates`` a ``[K]`` array), the
+        host ``[K]`` bool of the seeds taking this update whose own count is a multiple of ``every`` (each seed's
+        delayed steps follow its separate run's count).
+
+        Args:
+            every: the period in updates.
+        """
+        n_updates = self._n_updates  # type: ignore[attr-defined]
+        if not isinstance(n_updates, np.ndarray):
+            return n_updates % every == 0, None
+        due = n_updates % every == 0
+        state = self._seed_state
+        if state is not None and state.update_seeds is not None:
+            due &= state.update_seeds
+        return bool(due.any()), due
 
     def _restore_failed(self) -> None:
         """Undo any optimiser movement of the masked seeds (Adam moves a parameter even with a zero gradient)."""
@@ -475,7 +507,9 @@ class SeedDimensionMixin:
     # Per-seed logging
     # ------------------------------------------------------------------
 
-    def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
+    def record(
+        self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None, *, seeds: np.ndarray | None = None
+    ) -> None:
         """Buffer a metric. K > 1: a ``[K]`` tensor (or length-K list) is one value per seed, anything else the
         same value for every seed; each seed logs it as ``seed{i}/<key>``.
 
@@ -483,6 +517,8 @@ class SeedDimensionMixin:
             key: the SB3 key (``train/actor_loss``).
             value: the value(s).
             exclude: output formats to skip (K = 1).
+            seeds: K > 1: the seeds (host ``[K]`` bool) whose value this is; the others keep their last one. None:
+                the seeds taking the current update (all outside an update some seeds sit out).
         """
         state = self._seed_state
         if state is None:
@@ -491,15 +527,34 @@ class SeedDimensionMixin:
         k = len(state.members)
         seqs = np.full(k, state.record_seq)
         previous = state.log_buffer.get(key)
-        if state.update_mask is not None:
-            # an update some seeds sat out: they keep their last value (and its sequence number, so it is not resent)
+        taking = seeds if seeds is not None else state.update_seeds
+        if taking is None and state.update_mask is not None:
             taking = state.update_mask.cpu().numpy()
+        if taking is not None:
+            # an update some seeds sat out: they keep their last value (and its sequence number, so it is not resent)
             if previous is not None:
                 seqs = np.where(taking, seqs, previous[2])
                 value = [self._seed_value(value if t else previous[0], i) for i, t in enumerate(taking)]
             else:
                 seqs = np.where(taking, seqs, 0)
         state.log_buffer[key] = (value, self.num_timesteps, seqs)  # type: ignore[attr-defined]
+
+    def _record_due_steps(self, key: str, values: list[th.Tensor], dues: list[np.ndarray]) -> None:
+        """Record each seed's mean of per-step ``[K]`` values over the steps it took (a delayed step that seeds on
+        their own update counts take at different updates); a seed that took none keeps its last value, as its
+        separate run records nothing.
+
+        Args:
+            key: the SB3 key.
+            values: one ``[K]`` tensor per step taken by any seed.
+            dues: for each of those steps, the host ``[K]`` bool of the seeds that took it (:meth:`_due`).
+        """
+        taken = np.stack(dues)  # [steps, K]
+        stacked = th.stack(values)
+        took = th.as_tensor(taken, device=stacked.device)
+        sums = th.where(took, stacked, th.zeros_like(stacked)).sum(0)
+        counts = th.as_tensor(np.maximum(taken.sum(0), 1), dtype=stacked.dtype, device=stacked.device)
+        self.record(key, sums / counts, seeds=taken.any(0))
 
     def _seed_value(self, value: Any, i: int) -> Any:
         k = self.n_seeds  # type: ignore[attr-defined]

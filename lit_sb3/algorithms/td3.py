@@ -21,7 +21,7 @@ from lit_sb3.core.noise import ActionNoise
 from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.sac import ContinuousCritic
-from lit_sb3.policies.seed_stack import masked_seed_sum, seed_mean, seed_mse, seed_randn_like
+from lit_sb3.policies.seed_stack import masked_seed_lerp_, masked_seed_sum, seed_mean, seed_mse, seed_randn_like
 from lit_sb3.policies.td3 import Actor, CnnPolicy, MlpPolicy, MultiInputPolicy, TD3Policy
 
 __all__ = ["TD3"]
@@ -148,14 +148,6 @@ class TD3(OffPolicyAlgorithm):
         self.tensorboard_log = tensorboard_log
         self._init_env_and_model(env, _init_setup_model)
 
-    def _check_seed_batchable(self) -> None:
-        super()._check_seed_batchable()
-        if self._seeds_sit_out() and self.policy_delay > 1:  # delayed updates would follow each seed's own count
-            raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds does not support train_freq in episodes with policy_delay > 1 "
-                "yet (K = 1 does; DDPG's policy_delay=1 works)."
-            )
-
     def _setup_model(self) -> None:
         super()._setup_model()
         self._create_aliases()
@@ -200,7 +192,7 @@ class TD3(OffPolicyAlgorithm):
         n_critics, k, active = critic.n_critics, self.n_seeds, self._active_mask()
         add_target_noise = self.target_policy_noise > 0 and self.target_noise_clip > 0
 
-        actor_losses, critic_losses = [], []
+        actor_losses, critic_losses, actor_due = [], [], []
         for _ in range(gradient_steps):
             self._n_updates += 1
             data = self._sample_replay(batch_size)
@@ -225,21 +217,33 @@ class TD3(OffPolicyAlgorithm):
             self._backward(masked_seed_sum(critic_loss, active))
             critic.optimizer.step()
 
-            # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets
-            # (K seeds with their own update counts, [K], have policy_delay 1)
-            if self.policy_delay == 1 or self._n_updates % self.policy_delay == 0:
+            # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets; K seeds
+            # on their own update counts ([K], train_freq in episodes) take it when their own count is due (`seeds`:
+            # [K] bool), the other seeds' actors, Adam states and targets stay as they are
+            due, seeds = (True, None) if self.policy_delay == 1 else self._due(self.policy_delay)
+            if due:
+                mask = active if seeds is None else self._active_mask(seeds)
                 actor_loss = -seed_mean(critic.q1_forward(data.observations, actor(data.observations)), k)
                 actor_losses.append(actor_loss.detach())
                 actor.optimizer.zero_grad(set_to_none=True)
-                self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
-                actor.optimizer.step()
-                with th.no_grad():
-                    th._foreach_lerp_(self._target_params, self._source_params, self.tau)
-                    for stat, stat_target in zip(self._bn_stats, self._bn_stats_target):
-                        stat_target.copy_(stat)
+                self._backward(masked_seed_sum(actor_loss, mask), inputs=self._actor_params)
+                if seeds is None:
+                    actor.optimizer.step()
+                    with th.no_grad():
+                        th._foreach_lerp_(self._target_params, self._source_params, self.tau)
+                        for stat, stat_target in zip(self._bn_stats, self._bn_stats_target):
+                            stat_target.copy_(stat)
+                else:
+                    actor_due.append(seeds)
+                    actor.optimizer.step(mask)  # a per-seed optimiser (seeds sit out): only the due seeds step
+                    with th.no_grad():
+                        masked_seed_lerp_(self._target_params, self._source_params, self.tau, mask)
+                        masked_seed_lerp_(self._bn_stats_target, self._bn_stats, 1.0, mask)
 
         self.record("train/n_updates", self._n_updates)
-        if actor_losses:
+        if actor_due:  # each seed's mean over its own delayed steps
+            self._record_due_steps("train/actor_loss", actor_losses, actor_due)
+        elif actor_losses:
             self.record("train/actor_loss", _mean(actor_losses))
         self.record("train/critic_loss", _mean(critic_losses))
         if k > 1:

@@ -8,7 +8,7 @@ with its own ``torch.Generator`` (:func:`~lit_sb3.policies.seed_stack.seed_randi
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch as th
@@ -183,7 +183,12 @@ class SeedReplayBuffer:
         """Transitions stored per seed and sub-env."""
         return self.buffer_size if self.full else self.pos
 
-    def sample(self, batch_size: int, generators: Sequence[th.Generator]) -> ReplayBufferSamples:
+    def sample(
+        self,
+        batch_size: int,
+        generators: Sequence[th.Generator],
+        normalize_rewards: Callable[[th.Tensor], th.Tensor] | None = None,
+    ) -> ReplayBufferSamples:
         """``batch_size`` transitions per seed, seed i's uniform indices (slot, then sub-env) drawn from
         ``generators[i]`` in the order :class:`~lit_sb3.buffers.replay.ReplayBuffer` draws them from torch's global
         generator (so seed i samples what its separate run samples). The fields are seed-major: observations
@@ -192,6 +197,9 @@ class SeedReplayBuffer:
         Args:
             batch_size: minibatch size per seed.
             generators: one generator per seed.
+            normalize_rewards: n-step returns: maps the stored rewards of the windows ``[K, B, n_steps]`` to the
+                normalised ones before they are summed (each seed's VecNormalize, as ``NStepReplayBuffer`` does for
+                one seed); None: the stored rewards.
         """
         k, upper = self.n_seeds, self.size()
         if upper == 0:
@@ -226,6 +234,8 @@ class SeedReplayBuffer:
         seq = window.clamp(max=self.capacity - 1) * self.n_envs + envs.unsqueeze(-1)
         seq_index = (seq + offset.unsqueeze(-1)).reshape(-1)
         rewards_seq = take(self.rewards, seq_index).view(k, batch_size, self.n_steps)
+        if normalize_rewards is not None:
+            rewards_seq = normalize_rewards(rewards_seq)
         ends = (take(self.dones, seq_index) > 0) | (take(self.timeouts, seq_index) > 0)
         stop = ends.view(k, batch_size, self.n_steps) | (window == (self.pos - 1) % self.buffer_size)
         first_stop = stop.to(th.uint8).argmax(dim=-1)

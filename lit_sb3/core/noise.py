@@ -1,7 +1,8 @@
 """Action noise for exploration with deterministic policies (TD3, DDPG), as in SB3.
 
 Noise objects are stored in model files as plain data (:func:`noise_to_dict` / :func:`noise_from_dict`),
-never pickled.
+never pickled. They draw from numpy's global generator, as SB3's do, unless given their own (:attr:`ActionNoise.rng`:
+a K-seed model gives seed i's noise seed i's numpy stream, so that it draws what its separate run draws).
 """
 
 from __future__ import annotations
@@ -47,7 +48,19 @@ def _check_mean_sigma(mean: np.ndarray, sigma: np.ndarray) -> None:
 
 
 class ActionNoise(ABC):
-    """Base class of action noise processes."""
+    """Base class of action noise processes.
+
+    Attributes:
+        rng: the numpy generator the draws come from; None (the default): numpy's global one (``np.random``), in
+            SB3's order. Not stored with the noise (a model restores its generators itself).
+    """
+
+    rng: np.random.RandomState | None = None
+
+    @property
+    def _random(self) -> Any:
+        """Where draws come from: :attr:`rng`, else the ``np.random`` module (the global generator)."""
+        return np.random if self.rng is None else self.rng
 
     def reset(self) -> None:
         """Reset the noise at the end of an episode (no-op by default)."""
@@ -74,7 +87,7 @@ class NormalActionNoise(ActionNoise):
         self._dtype = np.dtype(dtype)
 
     def __call__(self) -> np.ndarray:
-        return np.asarray(np.random.normal(self._mu, self._sigma)).astype(self._dtype)
+        return np.asarray(self._random.normal(self._mu, self._sigma)).astype(self._dtype)
 
     def __repr__(self) -> str:
         return f"NormalActionNoise(mu={self._mu}, sigma={self._sigma})"
@@ -118,7 +131,7 @@ class OrnsteinUhlenbeckActionNoise(ActionNoise):
         noise = (
             self.noise_prev
             + self._theta * (self._mu - self.noise_prev) * self._dt
-            + self._sigma * np.sqrt(self._dt) * np.random.normal(size=self._mu.shape)
+            + self._sigma * np.sqrt(self._dt) * self._random.normal(size=self._mu.shape)
         )
         self.noise_prev = noise
         return np.asarray(noise).astype(self._dtype)
@@ -150,6 +163,18 @@ class VectorizedActionNoise(ActionNoise):
         self.n_envs = int(n_envs)
         self.base_noise = base_noise
         self.noises = [copy.deepcopy(self.base_noise) for _ in range(self.n_envs)]
+        self.rng = base_noise.rng  # the same generator, not the deep copies' copies of it
+
+    @property  # type: ignore[override]
+    def rng(self) -> np.random.RandomState | None:
+        """The generator of every env's noise (None: numpy's global one); setting it sets theirs."""
+        return self._rng
+
+    @rng.setter
+    def rng(self, rng: np.random.RandomState | None) -> None:
+        self._rng = rng
+        for noise in getattr(self, "_noises", ()):
+            noise.rng = rng
 
     def reset(self, indices: Iterable[int] | None = None) -> None:
         """Reset all the noise processes, or only those listed in ``indices``.
@@ -201,6 +226,7 @@ class VectorizedActionNoise(ActionNoise):
         self._noises = noises
         for noise in noises:
             noise.reset()
+            noise.rng = getattr(self, "_rng", None)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -546,7 +546,8 @@ class StateDependentNoiseDistribution(Distribution):
 
     def sample_weights(self, log_std: th.Tensor, batch_size: int = 1) -> None:
         """Sample new exploration matrices (one shared, and ``batch_size`` for parallel envs); K seeds: per seed,
-        each from its own generator in the order its separate run draws them.
+        each from its own generator in the order its separate run draws them; a seed whose generator slot is None
+        (it sits out: its own update or collection cycle is elsewhere) keeps its matrices.
 
         Args:
             log_std: the log-std parameter.
@@ -560,9 +561,19 @@ class StateDependentNoiseDistribution(Distribution):
             self.exploration_matrices = std * th.randn((batch_size, *std.shape), device=std.device, dtype=std.dtype)
             return
         k = std.shape[0]
+        previous, previous_per_env = self.exploration_mat, self.exploration_matrices
         self.exploration_mat = std * seed_randn_like(std, self.seed_generators)  # [K, latent, action]
         per_env = std.unsqueeze(1).expand(k, batch_size, *std.shape[1:])
         self.exploration_matrices = std.unsqueeze(1) * seed_randn_like(per_env, self.seed_generators)
+        sitting_out = [g is None for g in self.seed_generators]
+        if any(sitting_out) and previous is not None and previous_per_env is not None:
+            keep = th.tensor(sitting_out, device=std.device)
+            if previous.shape == self.exploration_mat.shape:
+                self.exploration_mat = th.where(keep.view(k, 1, 1), previous.detach(), self.exploration_mat)
+            if previous_per_env.shape == self.exploration_matrices.shape:
+                self.exploration_matrices = th.where(
+                    keep.view(k, 1, 1, 1), previous_per_env.detach(), self.exploration_matrices
+                )
 
     @property
     def weights_dist(self) -> th.distributions.Normal:

@@ -21,7 +21,8 @@ uses only these):
   are the exact reduction a single-seed run uses (``x.mean()``, ``F.mse_loss(...)``: a scalar, on the single-seed
   tensors that carry no seed dimension at K=1), so K=1 stays bitwise.
 * :func:`masked_seed_sum` — the sum of per-seed losses over the live seeds (``torch.where``: a NaN of a masked seed
-  cannot reach the others); its gradient gives each seed its own loss's gradient.
+  cannot reach the others); its gradient gives each seed its own loss's gradient. :func:`masked_seed_lerp_` — a soft
+  target update for some seeds only.
 * :func:`clip_grad_norm_per_seed` — ``max_grad_norm`` clipping per seed (K=1: ``torch.nn.utils.clip_grad_norm_``).
 * :func:`seed_randn_like`, :func:`seed_randint` — random draws ``[K, ...]`` whose slice i comes from seed i's own
   ``torch.Generator`` (so seed i of a batch draws what its separate run draws from torch's global generator);
@@ -35,6 +36,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import torch as th
 from torch import nn
 from torch.nn import functional as F
@@ -49,6 +51,7 @@ __all__ = [
     "SeedLSTM",
     "SeedLayerNorm",
     "clip_grad_norm_per_seed",
+    "masked_seed_lerp_",
     "masked_seed_sum",
     "seed_mean",
     "seed_mse",
@@ -404,12 +407,12 @@ def _stack_layer_norm(layers: Sequence[nn.LayerNorm]) -> tuple[SeedLayerNorm, li
 def _stack_batch_renorm(layers: Sequence[BatchRenorm]) -> tuple[BatchRenorm, list[ParamLink]]:
     """One :class:`BatchRenorm` of ``K * n`` members (``n = max(1, n_members)``, seed-major) holding K layers'
     affine parameters and running statistics; each member normalises its own slice of ``[K * n, batch, ...]`` with
-    its own statistics, so seed i's are its separate run's. The warm-up step counter is one for all seeds (they
-    update in lockstep; a K-seed model whose seeds can sit out an update refuses BatchRenorm)."""
+    its own statistics, so seed i's are its separate run's. The warm-up step counter is per seed (``steps`` is
+    ``[K]``): seeds on their own update schedules leave the warm-up at their own passes."""
     first = layers[0]
     group = max(1, first.n_members)
     stacked = BatchRenorm(first.num_features, first.eps, first.momentum, first.affine, first.warmup_steps,
-                          n_members=len(layers) * group)  # fmt: skip
+                          n_members=len(layers) * group, n_seeds=len(layers))  # fmt: skip
     stacked.rmax, stacked.dmax = first.rmax, first.dmax
     links = []
     with th.no_grad():
@@ -417,8 +420,8 @@ def _stack_batch_renorm(layers: Sequence[BatchRenorm]) -> tuple[BatchRenorm, lis
             members = [getattr(layer, name) for layer in layers]
             getattr(stacked, name).copy_(th.cat([m.detach().reshape(group, 1, -1) for m in members]))
             links.append(ParamLink(getattr(stacked, name), members))
-        stacked.steps.copy_(first.steps)
-    stacked._steps = first._steps
+        stacked.steps.copy_(th.stack([layer.steps for layer in layers]))
+    stacked._steps = np.array([layer._steps for layer in layers], dtype=np.int64)
     return stacked.to(device=first.scale.device, dtype=first.scale.dtype), links
 
 
@@ -547,6 +550,26 @@ def masked_seed_sum(per_seed: th.Tensor, active: th.Tensor | None = None) -> th.
     if active is None:
         return per_seed.sum()
     return th.where(active, per_seed, th.zeros_like(per_seed)).sum()
+
+
+def masked_seed_lerp_(
+    targets: Sequence[th.Tensor], sources: Sequence[th.Tensor], weight: float, mask: th.Tensor
+) -> None:
+    """``target <- lerp(target, source, weight)`` in place for the seeds where ``mask`` is True, the other seeds'
+    slices unchanged (seed-major stacked tensors; ``weight=1``: a copy): a soft target update that only some
+    seeds take (their delayed steps fall on different updates).
+
+    Args:
+        targets: the stacked tensors updated.
+        sources: the stacked tensors they move towards (same shapes).
+        weight: the interpolation weight (tau).
+        mask: ``[K]`` bool of the seeds updated.
+    """
+    k = mask.shape[0]
+    keep = ~mask.view(k, 1)
+    for target, source in zip(targets, sources, strict=True):
+        view = target.view(k, -1)
+        view.copy_(th.where(keep, view, th.lerp(view, source.view(k, -1), weight)))
 
 
 def seed_randn_like(x: th.Tensor, generators: Sequence[th.Generator] | None = None) -> th.Tensor:
