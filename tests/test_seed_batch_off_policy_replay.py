@@ -234,3 +234,24 @@ def test_replay_buffer_files_of_a_batch_go_through_its_seeds(tmp_path):
     )
     with pytest.raises(NotImplementedError, match="load_replay_buffer loads one seed's buffer"):
         batch.load_replay_buffer(tmp_path / "seed1.npz")
+
+
+def test_her_batch_archive_loads_with_one_env_per_seed_and_trains_on(tmp_path):
+    """A K-seed HER model's archive (no replay storage, as for one seed) loads into a K-seed model with a HER
+    storage per seed; with one goal env per seed it trains on, and a member saves as a single HER model."""
+    kwargs = dict(replay_buffer_class=HerReplayBuffer, replay_buffer_kwargs=dict(goal_selection_strategy="final"),
+                  learning_starts=20, batch_size=16, buffer_size=1000, policy_kwargs=dict(net_arch=[16]))  # fmt: skip
+    batch = SeedBatch(SAC, seeds=SEEDS, policy="MultiInputPolicy", **kwargs)
+    _fit(batch, [_bit_flipping(s, True) for s in SEEDS], 40, tmp_path)
+    batch.save(tmp_path / "batch.zip")
+    loaded = SAC.load(tmp_path / "batch.zip", env=[_bit_flipping(s, True) for s in SEEDS])
+    assert loaded.seeds == SEEDS and loaded.replay_buffer_class is HerReplayBuffer
+    assert loaded.replay_buffer.her is not None and loaded.replay_buffer.goal_selection_strategy == "final"
+    _assert_state_equal(batch.policy.state_dict(), loaded.policy.state_dict())
+    loaded.learn(40)  # (a fresh count: the storage is empty, HER samples finished episodes after learning_starts)
+    assert loaded.num_timesteps == 40 and not loaded.failed
+    assert not th.equal(batch.member(0).actor.mu.weight, loaded.member(0).actor.mu.weight)
+    loaded.member(2).save(tmp_path / "member.zip")
+    single = SAC.load(tmp_path / "member.zip", env=_bit_flipping(SEEDS[2], True))
+    assert single.n_seeds == 1 and isinstance(single.replay_buffer, HerReplayBuffer)
+    _assert_state_equal(single.policy.state_dict(), loaded.member(2).policy.state_dict())
