@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch as th
@@ -12,9 +13,13 @@ from gymnasium import spaces
 from lit_sb3 import DDPG, DQN, SAC, HerReplayBuffer, SeedBatch
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.buffers.seed_replay import SeedReplayBuffer
+from lit_sb3.callbacks import EnvStepCheckpoint
 from lit_sb3.vec_env import make_vec_env
 from tests.envs import BitFlippingEnv
 from tests.test_seed_batch_off_policy import _assert_optimizers_equal, _assert_state_equal, _fit
+from tests.test_seed_batch_save_resume import _assert_optimizers_equal as _optimizers_bitwise
+from tests.test_seed_batch_save_resume import _assert_tensors_equal
+from tests.test_seed_batch_save_resume import _fit as _fit_with
 from tests.tiny_image_env import TINY_DICT_ENV
 
 th.set_num_threads(1)
@@ -256,3 +261,42 @@ def test_her_batch_archive_loads_with_one_env_per_seed_and_trains_on(tmp_path):
     single = SAC.load(tmp_path / "member.zip", env=_bit_flipping(SEEDS[2], True))
     assert single.n_seeds == 1 and isinstance(single.replay_buffer, HerReplayBuffer)
     _assert_state_equal(single.policy.state_dict(), loaded.member(2).policy.state_dict())
+
+
+class _ResumableBitFlipping(BitFlippingEnv):
+    """Bit flipping whose initial states come from the env's own generator (``np_random``, which a checkpoint's env
+    state records; ``BitFlippingEnv`` draws them from a space's generator, which it does not)."""
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        gym.Env.reset(self, seed=seed)
+        self.current_step = 0
+        self.state = self.np_random.integers(0, 2, self.n_bits).astype(np.int8)
+        return self._get_obs(), {}
+
+
+def test_her_batch_resumed_mid_cycle_equals_the_uninterrupted_batch(tmp_path):
+    """A K=3 SAC with HER resumed from a checkpoint taken inside a collect/update cycle equals the uninterrupted
+    batch bitwise: parameters, optimiser states, the storage with each seed's episode bookkeeping, and each seed's
+    numpy stream (its relabelling draws)."""
+    kwargs = dict(replay_buffer_class=HerReplayBuffer, learning_starts=20, batch_size=16, buffer_size=200,
+                  train_freq=3, gradient_steps=2, policy_kwargs=dict(net_arch=[16]))  # fmt: skip
+
+    def envs() -> list:
+        kw = dict(n_bits=4, continuous=True)
+        return [make_vec_env(_ResumableBitFlipping, n_envs=1, seed=s, env_kwargs=kw) for s in SEEDS]
+
+    straight = SeedBatch(SAC, seeds=SEEDS, policy="MultiInputPolicy", **kwargs)
+    _fit_with(straight, envs(), 100, tmp_path / "straight")
+    checkpointing = EnvStepCheckpoint(every_n_env_steps=55, dirpath=tmp_path / "ckpt")
+    _fit_with(SeedBatch(SAC, seeds=SEEDS, policy="MultiInputPolicy", **kwargs), envs(), 60, tmp_path / "observed",
+              callbacks=[checkpointing])  # fmt: skip
+    first = checkpointing.saved[0]
+    assert first.stem == "env_steps=55"  # inside the cycle of steps 55-57
+    resumed = SeedBatch(SAC, seeds=SEEDS, policy="MultiInputPolicy", **kwargs)
+    _fit_with(resumed, envs(), 100, tmp_path / "resumed", ckpt_path=str(first))
+    assert resumed.num_timesteps == 100 and resumed._n_updates == straight._n_updates
+    _assert_tensors_equal(straight.state_dict(), resumed.state_dict())
+    _optimizers_bitwise(straight, resumed)
+    _assert_tensors_equal(straight.replay_buffer.state_dict(), resumed.replay_buffer.state_dict())
+    for a, b in zip(straight._seed_state.np_rngs, resumed._seed_state.np_rngs, strict=True):
+        assert np.array_equal(a.get_state()[1], b.get_state()[1]) and a.get_state()[2] == b.get_state()[2]
