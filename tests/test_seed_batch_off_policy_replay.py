@@ -27,8 +27,8 @@ th.set_num_threads(1)
 SEEDS = [3, 5, 7]
 
 
-def _bit_flipping(seed: int, continuous: bool):
-    return make_vec_env(BitFlippingEnv, n_envs=1, seed=seed, env_kwargs=dict(n_bits=4, continuous=continuous))
+def _bit_flipping(seed: int, continuous: bool, n_envs: int = 1):
+    return make_vec_env(BitFlippingEnv, n_envs=n_envs, seed=seed, env_kwargs=dict(n_bits=4, continuous=continuous))
 
 
 def _check_against_separate_runs(batch, single_of, steps: int, tmp_path) -> list:
@@ -76,11 +76,13 @@ def test_dict_observations_k3_equals_three_separate_runs(tmp_path):
             th.testing.assert_close(mine.observations[key][:60].float(), tensor[:60].float(), atol=1e-5, rtol=0)
 
 
-# (class, kwargs, continuous actions): the goal strategies, copy_info_dict, and DQN's epsilon-greedy draws sharing
-# each seed's numpy stream with its relabelling draws (as the separate run's share numpy's global one); a buffer of
-# 60 transitions overwrites old episodes (their bookkeeping per seed: the seeds' episodes end at different steps)
+# (class, kwargs, continuous actions, sub-envs): the goal strategies, copy_info_dict, two sub-envs per seed (their
+# episodes kept apart, sub-env indices drawn too), and DQN's epsilon-greedy draws sharing each seed's numpy stream
+# with its relabelling draws (as the separate run's share numpy's global one); a buffer of 60 transitions overwrites
+# old episodes (their bookkeeping per seed: the seeds' episodes end at different steps)
 HER = {
     "sac-future": (SAC, dict(replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future")), True),
+    "sac-future-2envs": (SAC, dict(train_freq=2), True, 2),
     "ddpg-episode-infos": (DDPG, dict(replay_buffer_kwargs=dict(n_sampled_goal=2, goal_selection_strategy="episode",
                                                                 copy_info_dict=True)), True),
     "dqn-final": (DQN, dict(replay_buffer_kwargs=dict(goal_selection_strategy="final"), target_update_interval=20,
@@ -94,18 +96,18 @@ def test_her_k3_equals_three_separate_runs(case, tmp_path):
     separate run's order, rewards of the virtual transitions from its own env's ``compute_reward``, episodes kept
     per seed over the one storage: parameters, optimiser states, and each seed's episode bookkeeping equal the
     separate runs' after whole fits."""
-    cls, extra, continuous = HER[case]
+    cls, extra, continuous, *n_envs = HER[case]
     kwargs = dict(replay_buffer_class=HerReplayBuffer, learning_starts=20, batch_size=16, buffer_size=60,
                   policy_kwargs=dict(net_arch=[16]), **extra)  # fmt: skip
     steps = 150
     batch = SeedBatch(cls, seeds=SEEDS, policy="MultiInputPolicy", **kwargs)
-    _fit(batch, [_bit_flipping(s, continuous) for s in SEEDS], steps, tmp_path)
+    _fit(batch, [_bit_flipping(s, continuous, *n_envs) for s in SEEDS], steps, tmp_path)
     storage = batch.replay_buffer
     assert not batch.failed and isinstance(storage, SeedReplayBuffer) and storage.full
     assert storage.her is not None and (storage.infos is not None) == ("infos" in case)
 
     def single_of(i: int, seed: int):
-        return cls("MultiInputPolicy", seed=seed, **kwargs), _bit_flipping(seed, continuous)
+        return cls("MultiInputPolicy", seed=seed, **kwargs), _bit_flipping(seed, continuous, *n_envs)
 
     singles = _check_against_separate_runs(batch, single_of, steps, tmp_path)
     lengths = []
