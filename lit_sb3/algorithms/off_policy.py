@@ -919,7 +919,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         rewards = np.zeros((k, self.n_envs), dtype=np.float32)
         dones = np.zeros((k, self.n_envs), dtype=np.float32)
         timeouts = np.zeros((k, self.n_envs), dtype=np.float32)
-        step_infos: list[list[dict[str, Any]]] = [[{} for _ in range(self.n_envs)] for _ in range(k)]
+        step_infos: list[list[dict[str, Any]]] = [[{}] * self.n_envs] * k  # (a seed not stepped: empty infos)
         if isinstance(self.action_space, spaces.Box):
             finite = np.isfinite(buffer_actions.reshape(k, -1)).all(1)
             if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
