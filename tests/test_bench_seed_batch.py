@@ -284,11 +284,11 @@ def test_tune_trains_the_seeds_of_a_trial_as_one_batch(in_tmp_path: Path, mlflow
 
 
 #: configs that cannot be one K-seed model: the library refuses (NotImplementedError when the batch is built;
-#: optimize_memory_usage is not batched yet: when it is, use what the library still refuses), or the suite does
-#: (config callbacks)
+#: gSDE with train_freq in episodes is not batched yet: when it is, use what the library still refuses), or the
+#: suite does (config callbacks)
 REFUSED = {
-    "library": ({"optimize_memory_usage": "True", "replay_buffer_kwargs": "dict(handle_timeout_termination=False)"},
-                "optimize_memory_usage"),  # the library's own words around it
+    "library": ({"use_sde": "True", "train_freq": "[1, 'episode']"},
+                "use_sde with train_freq in episodes"),  # the library's own words around it
     "suite": ({"callback": "[{'lit_sb3.callbacks.StopTrainingOnMaxEpisodes': {'max_episodes': 1000}}]"},
               f"sac on {NAN_SEED}: the config's callbacks run on one model per seed"),
 }  # fmt: skip

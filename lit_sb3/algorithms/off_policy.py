@@ -41,7 +41,9 @@ import torch as th
 from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
+from lit_sb3.algorithms.her.goal_selection_strategy import GoalSelectionStrategy
 from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
+from lit_sb3.algorithms.on_policy import _all_finite, _copy_obs, _set_obs, obs_as_tensor
 from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
 from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
@@ -69,6 +71,8 @@ _BUFFER_CLASSES: dict[str, type[ReplayBuffer]] = {
 for _cls in _BUFFER_CLASSES.values():
     register_class(_cls)
 del _cls
+# HerReplayBuffer's own arguments (K > 1 seeds: their HER relabelling over the seeds' storage)
+_HER_KWARGS = ("goal_selection_strategy", "n_sampled_goal", "copy_info_dict")
 
 
 # modules whose forward does not depend on `training` (anything else, e.g. BatchNorm, Dropout or a custom
@@ -271,13 +275,16 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         self.train_freq = TrainFreq(int(frequency), unit)
 
     def _check_seed_batchable(self) -> None:
+        her = self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer)
+        other_class = self.replay_buffer_class is not None and not her
         unsupported = {
-            "replay_buffer_class": self.replay_buffer_class is not None,
-            "optimize_memory_usage": self.optimize_memory_usage,
+            # HerReplayBuffer is batched (one HER bookkeeping per seed over the seeds' storage); a custom class is not
+            f"replay_buffer_class {getattr(self.replay_buffer_class, '__name__', '')} (HerReplayBuffer is)": other_class,
         }
-        unknown = sorted(set(self.replay_buffer_kwargs) - {"handle_timeout_termination"})
+        allowed = {"handle_timeout_termination"} | (set(_HER_KWARGS) if her else set())
+        unknown = sorted(set(self.replay_buffer_kwargs) - allowed)
         if unknown:
-            unsupported[f"replay_buffer_kwargs {unknown}"] = True
+            unsupported[f"replay_buffer_kwargs {unknown} (allowed: {sorted(allowed)})"] = True
         bad = [name for name, flag in unsupported.items() if flag]
         if bad:
             raise NotImplementedError(
@@ -289,22 +296,45 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         return isinstance(self.train_freq, TrainFreq) and self.train_freq.unit == TrainFrequencyUnit.EPISODE
 
     def _setup_member(self, member: BaseAlgorithm) -> None:
-        # the K-seed model stores the transitions: the member builds its networks with a 1-slot placeholder buffer
-        member.replay_buffer = ReplayBuffer(1, member.observation_space, member.action_space, device="cpu")  # type: ignore[attr-defined]
+        # the K-seed model stores the transitions: the member builds its networks with a 1-slot buffer of the class
+        # and arguments its separate run's buffer has (whose constructor checks them as that run's does)
+        member._choose_replay_buffer_class()  # type: ignore[attr-defined]
+        kwargs = dict(member.replay_buffer_kwargs)  # type: ignore[attr-defined]
+        if issubclass(member.replay_buffer_class, HerReplayBuffer):  # type: ignore[attr-defined]
+            kwargs["env"] = None  # (its rewards come from the seed's env when the K-seed storage samples)
+        member.replay_buffer = member.replay_buffer_class(  # type: ignore[attr-defined]
+            1,
+            member.observation_space,
+            member.action_space,
+            device="cpu",
+            optimize_memory_usage=member.optimize_memory_usage,  # type: ignore[attr-defined]
+            **kwargs,
+        )
         member._setup_model()
         member.replay_buffer = None  # type: ignore[attr-defined]
 
     def _setup_seed_model(self) -> None:
         """K > 1: build the members as their separate runs, stack them, one replay storage for all seeds."""
         space = self.observation_space
-        if not isinstance(space, spaces.Box):
+        entries = space.spaces.values() if isinstance(space, spaces.Dict) else [space]
+        if not isinstance(space, (spaces.Box, spaces.Dict)) or not all(
+            isinstance(entry, (spaces.Box, spaces.MultiBinary)) for entry in entries
+        ):
             raise NotImplementedError(
-                f"{type(self).__name__} with K > 1 seeds supports Box observations (vectors, images) only yet, got "
-                f"{space} (K = 1 supports every space)."
+                f"{type(self).__name__} with K > 1 seeds supports Box observations (vectors, images) only, or Dict "
+                f"observations of Box and MultiBinary entries, got {space} (K = 1 supports every space)."
             )
         self._setup_lr_schedule()
         self._convert_train_freq()
         self._stack_members()
+        her = self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer)
+        state = self._seed_state
+        assert state is not None
+        if her:
+            self._check_her_envs(state.envs)
+        strategy = self.replay_buffer_kwargs.get("goal_selection_strategy", "future")
+        if isinstance(strategy, GoalSelectionStrategy):
+            strategy = strategy.name
         self.replay_buffer = SeedReplayBuffer(  # type: ignore[assignment]
             self.n_seeds,
             self.buffer_size,
@@ -315,12 +345,43 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             handle_timeout_termination=self.replay_buffer_kwargs.get("handle_timeout_termination", True),
             n_steps=self.n_steps,
             gamma=self.gamma,
+            optimize_memory_usage=self.optimize_memory_usage,
+            goal_selection_strategy=str(strategy).lower() if her else None,
+            n_sampled_goal=self.replay_buffer_kwargs.get("n_sampled_goal", 4),
+            copy_info_dict=self.replay_buffer_kwargs.get("copy_info_dict", False),
         )
         self._lean_obs = True
         self._mode_matters = _train_mode_matters(self.policy)
         if self._seeds_sit_out():  # each seed its own cycle and update count
             self._n_updates = np.zeros(self.n_seeds, dtype=np.int64)
             self._seed_cycles = np.zeros((2, self.n_seeds), dtype=np.int64)  # steps, episodes of each seed's cycle
+
+    @staticmethod
+    def _check_her_envs(envs: list[VecEnv]) -> None:
+        """HER computes the rewards of relabelled transitions with each seed's env: each must have them."""
+        for i, env in enumerate(envs):
+            if not env.has_attr("compute_reward"):
+                raise ValueError(
+                    "HerReplayBuffer needs goal-conditioned envs (a vectorised `compute_reward(achieved_goal, "
+                    f"desired_goal, info)` method); the env of seed index {i} has no `compute_reward`."
+                )
+
+    def _choose_replay_buffer_class(self) -> None:
+        """``replay_buffer_class=None``: DictReplayBuffer (Dict observations), NStepReplayBuffer (``n_steps > 1``,
+        which gets ``n_steps``/``gamma`` in ``replay_buffer_kwargs``) or ReplayBuffer."""
+        if self.replay_buffer_class is not None:
+            return
+        if isinstance(self.observation_space, spaces.Dict):
+            if self.n_steps > 1:
+                raise ValueError(
+                    "N-step returns (n_steps > 1) are not supported for Dict observation spaces yet; use n_steps=1."
+                )
+            self.replay_buffer_class = DictReplayBuffer
+        elif self.n_steps > 1:
+            self.replay_buffer_class = NStepReplayBuffer
+            self.replay_buffer_kwargs.update({"n_steps": self.n_steps, "gamma": self.gamma})
+        else:
+            self.replay_buffer_class = ReplayBuffer
 
     def _setup_model(self) -> None:
         if self._seed_state is not None:
@@ -344,18 +405,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 stacklevel=2,
             )
 
-        if self.replay_buffer_class is None:
-            if isinstance(self.observation_space, spaces.Dict):
-                if self.n_steps > 1:
-                    raise ValueError(
-                        "N-step returns (n_steps > 1) are not supported for Dict observation spaces yet; use n_steps=1."
-                    )
-                self.replay_buffer_class = DictReplayBuffer
-            elif self.n_steps > 1:
-                self.replay_buffer_class = NStepReplayBuffer
-                self.replay_buffer_kwargs.update({"n_steps": self.n_steps, "gamma": self.gamma})
-            else:
-                self.replay_buffer_class = ReplayBuffer
+        self._choose_replay_buffer_class()
 
         if self.replay_buffer is None:
             replay_buffer_kwargs = self.replay_buffer_kwargs.copy()
@@ -504,8 +554,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         Args:
             observation: batch of observations ``[n_envs, ...]`` from the VecEnv.
         """
-        if self._lean_obs or self._seed_state is not None:  # K > 1: Box observations [K, n_envs, ...], as they are
-            obs_tensor: Any = th.as_tensor(observation, device=self.device)
+        if self._lean_obs or self._seed_state is not None:  # K > 1: observations [K, n_envs, ...], as they are
+            obs_tensor: Any = obs_as_tensor(observation, self.device)
         else:
             obs_tensor, _ = self.policy.obs_to_tensor(observation)
         with th.inference_mode():
@@ -899,14 +949,15 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     def _step_seed_envs(self, actions: np.ndarray, buffer_actions: np.ndarray) -> None:
         """Step each live seed's env, check its rewards/observations, store all K transitions at once."""
         state, storage, last_obs = self._seed_state, self.replay_buffer, self._last_obs
-        assert state is not None and isinstance(storage, SeedReplayBuffer) and isinstance(last_obs, np.ndarray)
+        assert state is not None and isinstance(storage, SeedReplayBuffer) and last_obs is not None
         k = self.n_seeds
-        new_obs, next_obs = last_obs.copy(), last_obs.copy()
+        new_obs, next_obs = _copy_obs(last_obs), _copy_obs(last_obs)
         original_obs = self._last_original_obs if self._last_original_obs is not None else last_obs
-        next_original = original_obs.copy()  # type: ignore[union-attr]
+        next_original = _copy_obs(original_obs)
         rewards = np.zeros((k, self.n_envs), dtype=np.float32)
         dones = np.zeros((k, self.n_envs), dtype=np.float32)
         timeouts = np.zeros((k, self.n_envs), dtype=np.float32)
+        step_infos: list[list[dict[str, Any]]] = [[{}] * self.n_envs] * k  # (a seed not stepped: empty infos)
         if isinstance(self.action_space, spaces.Box):
             finite = np.isfinite(buffer_actions.reshape(k, -1)).all(1)
             if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
@@ -922,18 +973,19 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 raw_obs, raw_reward = vec_normalize.get_original_obs(), vec_normalize.get_original_reward()
             else:
                 raw_obs, raw_reward = obs_i, reward_i
-            new_obs[i] = obs_i
-            next_original[i] = next_obs[i] = raw_obs
+            _set_obs(new_obs, i, obs_i)
+            _set_obs(next_obs, i, raw_obs)
+            _set_obs(next_original, i, raw_obs)
             rewards[i] = raw_reward
+            step_infos[i] = infos
             if done_i.any():
                 dones[i] = done_i
                 noise = state.members[i].action_noise  # type: ignore[attr-defined]
                 for j in np.flatnonzero(done_i):
                     terminal = infos[j].get("terminal_observation")
                     if terminal is not None:
-                        next_obs[i, j] = (
-                            vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
-                        )
+                        raw = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
+                        _set_obs(next_obs, (i, j), raw)
                     if infos[j].get("TimeLimit.truncated", False):
                         timeouts[i, j] = 1.0
                         if storage.handle_timeout_termination:
@@ -943,7 +995,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             stepped.append((i, infos, done_i))
         # non-finite rewards or observations from an env: that seed is masked before anything is stored
         bad_reward = ~np.isfinite(rewards).all(1)
-        bad_obs = ~np.isfinite(next_obs.reshape(k, -1)).all(1)
+        if isinstance(next_obs, dict):
+            bad_obs = np.array([not _all_finite(next_obs, i) for i in range(k)])
+        else:
+            bad_obs = ~np.isfinite(next_obs.reshape(k, -1)).all(1)
         for i, infos, done_i in stepped:
             if bad_reward[i] or bad_obs[i]:
                 what = "reward" if bad_reward[i] else "observation"
@@ -954,7 +1009,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 state.episode_nums[i] += 1
                 if self._log_interval and state.episode_nums[i] % self._log_interval == 0:
                     self._dump_seed(i)
-        storage.add(original_obs, next_obs, buffer_actions, rewards, dones, timeouts)  # type: ignore[arg-type]
+        storage.add(original_obs, next_obs, buffer_actions, rewards, dones, timeouts, step_infos)
         self._last_obs = new_obs
         if self._last_original_obs is not None:
             self._last_original_obs = next_original
@@ -989,11 +1044,18 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if state is None:
             return buffer.sample(batch_size, env=self._vec_normalize_env)
         assert isinstance(buffer, SeedReplayBuffer) and state.generators is not None
+        rngs = None
+        if buffer.her is not None:  # seed i's relabelling from its numpy stream (a seed sitting out or failed: none)
+            rngs = [
+                rng if generator is not None and i not in self.failed else None
+                for i, (rng, generator) in enumerate(zip(state.np_rngs, state.generators))
+            ]
         if not any(vn is not None for vn in state.normalizers):
-            return buffer.sample(batch_size, state.generators)
+            return buffer.sample(batch_size, state.generators, rngs, state.envs)
         # n-step returns: each step's reward normalised before the window's sum, as NStepReplayBuffer does
         n_step = self.n_steps > 1
-        data = buffer.sample(batch_size, state.generators, self._normalize_seed_rewards if n_step else None)
+        normalize = self._normalize_seed_rewards if n_step else None
+        data = buffer.sample(batch_size, state.generators, rngs, state.envs, normalize)
         obs, next_obs = data.observations.cpu().numpy(), data.next_observations.cpu().numpy()
         for i, vn in enumerate(state.normalizers):
             if vn is not None:
@@ -1016,9 +1078,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         return th.as_tensor(values, device=self.device)
 
     def replay_buffer_of(self, i: int) -> ReplayBuffer:
-        """Seed index i's transitions as an ordinary :class:`ReplayBuffer` (K > 1; e.g. ``m = model.member(i);
-        m.replay_buffer = model.replay_buffer_of(i)`` to continue that seed alone; timeouts are already folded into
-        the stored dones). At K = 1: the replay buffer.
+        """Seed index i's transitions as the buffer its separate run has (K > 1: a ``ReplayBuffer``,
+        ``DictReplayBuffer``, ``NStepReplayBuffer`` or ``HerReplayBuffer`` with seed i's episodes, on seed i's env;
+        e.g. ``m = model.member(i); m.replay_buffer = model.replay_buffer_of(i)`` to continue that seed alone;
+        timeouts are already folded into the stored dones). At K = 1: the replay buffer.
 
         Args:
             i: seed index.
@@ -1029,19 +1092,29 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             if storage is None:
                 raise RuntimeError("there is no replay buffer yet: train the model (fit) first.")
             return storage
-        buffer = ReplayBuffer(
-            self.buffer_size,
-            self.observation_space,
-            self.action_space,
-            device=self.device,
-            n_envs=self.n_envs,
-            handle_timeout_termination=False,
-        )
+        member = self.members[i]
+        buffer_class: type[ReplayBuffer] = member.replay_buffer_class  # type: ignore[attr-defined]
+        kwargs: dict[str, Any] = {"n_envs": self.n_envs, "handle_timeout_termination": False}
+        if storage.her is not None:
+            kwargs.update(env=self.envs[i] if self.envs else None, copy_info_dict=storage.infos is not None)
+            kwargs.update(
+                goal_selection_strategy=storage.goal_selection_strategy, n_sampled_goal=storage.n_sampled_goal
+            )
+        elif issubclass(buffer_class, NStepReplayBuffer):
+            kwargs.update(n_steps=self.n_steps, gamma=self.gamma)
+        else:
+            kwargs["optimize_memory_usage"] = self.optimize_memory_usage
+        buffer = buffer_class(self.buffer_size, self.observation_space, self.action_space, device=self.device, **kwargs)
         size = min(storage.capacity, buffer.buffer_size)
         with th.no_grad():
-            for name in SeedReplayBuffer.FIELDS:
-                target = getattr(buffer, name)
-                target[:size].copy_(getattr(storage, name)[i, :size].reshape(target[:size].shape))
+            for name, target in buffer._storage_tensors().items():  # (timeouts: they end n-step windows)
+                target[:size].copy_(storage._fields[name][i, :size].reshape(target[:size].shape))
+        if storage.her is not None:
+            assert isinstance(buffer, HerReplayBuffer)
+            for name, array in buffer.episodes.state().items():
+                array[...] = storage.her[i].state()[name]
+            if storage.infos is not None and buffer.infos is not None:
+                buffer.infos[...] = storage.infos[i]
         buffer.pos, buffer.full = storage.pos, storage.full
         return buffer
 
@@ -1057,6 +1130,11 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         """
         if self.replay_buffer is None:
             raise RuntimeError("There is no replay buffer to save yet: train the model first.")
+        if isinstance(self.replay_buffer, SeedReplayBuffer):
+            raise NotImplementedError(
+                f"save_replay_buffer saves one seed's buffer; this model holds {self.n_seeds} seeds: save seed index "
+                "i's with model.replay_buffer_of(i).save(path) (a Lightning checkpoint keeps the K seeds' storage)."
+            )
         if isinstance(path, (str, pathlib.Path)):
             path = pathlib.Path(path)
             if path.suffix == "":
@@ -1079,6 +1157,11 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if getattr(self, "observation_space", None) is None:
             raise RuntimeError(
                 "load_replay_buffer needs the model's spaces: train or load the model (with its env) first."
+            )
+        if self._seed_state is not None:
+            raise NotImplementedError(
+                f"load_replay_buffer loads one seed's buffer; this model holds {self.n_seeds} seeds: load it into "
+                "the single model of that seed (model.member(i)) or resume the K seeds from a Lightning checkpoint."
             )
         if isinstance(path, (str, pathlib.Path)):
             path = pathlib.Path(path)
@@ -1120,15 +1203,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     ) -> tuple[int, BaseCallback]:
         if reset_num_timesteps:  # a fresh count starts a fresh cycle
             self._cycle_open, self._cycle_steps, self._cycle_episodes = False, 0, 0
-        if self._seed_state is not None:
-            if reset_num_timesteps and self._seeds_sit_out() and self.policy_ready:
-                self._seed_cycles[:] = 0
-            if self.n_envs > 1:
-                for member in self.members:
-                    noise = member.action_noise  # type: ignore[attr-defined]
-                    if noise is not None and not isinstance(noise, VectorizedActionNoise):
-                        member.action_noise = VectorizedActionNoise(noise, self.n_envs)  # type: ignore[attr-defined]
-            return super()._setup_learn(total_timesteps, callback, run_name, reset_num_timesteps, progress_bar)
         replay_buffer = self.replay_buffer
         truncate_last_traj = (
             self.optimize_memory_usage
@@ -1145,9 +1219,22 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 stacklevel=2,
             )
             assert replay_buffer is not None
-            pos = (replay_buffer.pos - 1) % replay_buffer.buffer_size
-            replay_buffer.dones[pos] = True
-
+            if isinstance(replay_buffer, SeedReplayBuffer):
+                replay_buffer.truncate_last_trajectory()
+            else:
+                pos = (replay_buffer.pos - 1) % replay_buffer.buffer_size
+                replay_buffer.dones[pos] = True
+        if self._seed_state is not None:
+            if reset_num_timesteps and self._seeds_sit_out() and self.policy_ready:
+                self._seed_cycles[:] = 0
+            if isinstance(replay_buffer, SeedReplayBuffer) and replay_buffer.her is not None:
+                self._check_her_envs(self.envs)
+            if self.n_envs > 1:
+                for member in self.members:
+                    noise = member.action_noise  # type: ignore[attr-defined]
+                    if noise is not None and not isinstance(noise, VectorizedActionNoise):
+                        member.action_noise = VectorizedActionNoise(noise, self.n_envs)  # type: ignore[attr-defined]
+            return super()._setup_learn(total_timesteps, callback, run_name, reset_num_timesteps, progress_bar)
         assert self.env is not None
         if (
             self.action_noise is not None

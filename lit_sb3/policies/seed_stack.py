@@ -204,7 +204,8 @@ def clip_grad_norm_per_seed(
 
 
 class SeedFolded(nn.Module):
-    """A parameter-free module run on ``[K, batch, ...]`` with K folded into the batch (``Flatten``, ...).
+    """A parameter-free module run on ``[K, batch, ...]`` with K folded into the batch (``Flatten``, a
+    ``CombinedExtractor`` of flattened Dict entries: each entry folded, ...).
 
     Args:
         module: the wrapped module (no parameters, no buffers).
@@ -214,9 +215,13 @@ class SeedFolded(nn.Module):
         super().__init__()
         self.module = module
 
-    def forward(self, x: th.Tensor) -> th.Tensor:
-        k, b = x.shape[0], x.shape[1]
-        y = self.module(x.reshape(k * b, *x.shape[2:]))
+    def forward(self, x: th.Tensor | dict[str, th.Tensor]) -> th.Tensor:
+        first = next(iter(x.values())) if isinstance(x, dict) else x
+        k, b = first.shape[0], first.shape[1]
+        if isinstance(x, dict):
+            y = self.module({key: value.reshape(k * b, *value.shape[2:]) for key, value in x.items()})
+        else:
+            y = self.module(x.reshape(k * b, *x.shape[2:]))
         return y.reshape(k, b, *y.shape[1:])
 
 

@@ -5,7 +5,6 @@ Paper: https://arxiv.org/abs/1707.01495
 
 from __future__ import annotations
 
-import copy
 import json
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -16,6 +15,7 @@ from gymnasium import spaces
 
 from lit_sb3.algorithms.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
+from lit_sb3.buffers.her_episodes import HerEpisodes, her_rewards, infos_json_default
 from lit_sb3.core.types import DictReplayBufferSamples
 
 if TYPE_CHECKING:
@@ -25,14 +25,6 @@ if TYPE_CHECKING:
 __all__ = ["HerReplayBuffer"]
 
 _GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 
 
 class HerReplayBuffer(DictReplayBuffer):
@@ -130,9 +122,21 @@ class HerReplayBuffer(DictReplayBuffer):
             np.array([[{} for _ in range(self.n_envs)] for _ in range(self.buffer_size)]) if copy_info_dict else None
         )
         # episode bookkeeping: start index and length of the episode of each (slot, env); length 0 = not sampleable
-        self.ep_start = np.zeros((self.buffer_size, self.n_envs), dtype=np.int64)
-        self.ep_length = np.zeros((self.buffer_size, self.n_envs), dtype=np.int64)
-        self._current_ep_start = np.zeros(self.n_envs, dtype=np.int64)
+        self.episodes = HerEpisodes(self.buffer_size, self.n_envs)
+
+    @property
+    def ep_start(self) -> np.ndarray:
+        """Start slot of the episode of each ``(slot, env)``."""
+        return self.episodes.ep_start
+
+    @property
+    def ep_length(self) -> np.ndarray:
+        """Length of the episode of each ``(slot, env)`` (0: not sampleable)."""
+        return self.episodes.ep_length
+
+    @property
+    def _current_ep_start(self) -> np.ndarray:
+        return self.episodes.current_ep_start
 
     def set_env(self, env: VecEnv) -> None:
         """Set the env used for ``compute_reward`` (after loading).
@@ -156,15 +160,7 @@ class HerReplayBuffer(DictReplayBuffer):
         infos: list[dict[str, Any]],
     ) -> None:
         """Store one transition per env and update the episode bookkeeping (see :meth:`ReplayBuffer.add`)."""
-        # overwriting an old episode invalidates the whole of it, not only the overwritten slot
-        for env_idx in range(self.n_envs):
-            episode_length = self.ep_length[self.pos, env_idx]
-            if episode_length > 0:
-                episode_end = self.ep_start[self.pos, env_idx] + episode_length
-                episode_indices = np.arange(self.pos, episode_end) % self.buffer_size
-                self.ep_length[episode_indices, env_idx] = 0
-
-        self.ep_start[self.pos] = self._current_ep_start
+        self.episodes.start_slot(self.pos)
         if self.infos is not None:
             self.infos[self.pos] = np.array(list(infos), dtype=object)
         super().add(obs, next_obs, action, reward, done, infos)
@@ -174,39 +170,9 @@ class HerReplayBuffer(DictReplayBuffer):
 
     def _compute_episode_length(self, env_idx: int) -> None:
         """Store the length of the episode of env ``env_idx`` that just ended and start a new one."""
-        episode_start = self._current_ep_start[env_idx]
-        episode_end = self.pos
-        if episode_end < episode_start:
-            # the write position wrapped around during the episode
-            episode_end += self.buffer_size
-        episode_indices = np.arange(episode_start, episode_end) % self.buffer_size
-        self.ep_length[episode_indices, env_idx] = episode_end - episode_start
-        self._current_ep_start[env_idx] = self.pos
+        self.episodes.end_episode(env_idx, self.pos)
 
     # sampling -----------------------------------------------------------
-
-    def _sample_valid(self, batch_size: int) -> tuple[np.ndarray, np.ndarray]:
-        """Indices ``(slot, env)`` of ``batch_size`` transitions drawn uniformly among those of finished episodes."""
-        upper = self.buffer_size if self.full else self.pos
-        if upper > 0:
-            # rejection sampling: nearly every stored transition is valid, so this is O(batch_size)
-            n_candidates = 2 * batch_size + 16
-            cand_b = np.random.randint(0, upper, size=n_candidates)
-            cand_e = np.random.randint(0, self.n_envs, size=n_candidates)
-            accepted = np.flatnonzero(self.ep_length[cand_b, cand_e] > 0)
-            if len(accepted) >= batch_size:
-                keep = accepted[:batch_size]
-                return cand_b[keep], cand_e[keep]
-        is_valid = self.ep_length > 0
-        valid_indices = np.flatnonzero(is_valid)
-        if len(valid_indices) == 0:
-            raise RuntimeError(
-                "Unable to sample before the end of the first episode. We recommend choosing a value "
-                "for learning_starts that is greater than the maximum number of timesteps in the environment."
-            )
-        sampled = np.random.choice(valid_indices, size=batch_size, replace=True)
-        batch_indices, env_indices = np.unravel_index(sampled, is_valid.shape)
-        return batch_indices, env_indices
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
         """Sample real transitions and relabelled (virtual) ones: real first, then virtual.
@@ -215,21 +181,18 @@ class HerReplayBuffer(DictReplayBuffer):
             batch_size: number of transitions; ``int(her_ratio * batch_size)`` of them are virtual.
             env: VecNormalize used to normalise observations/rewards (None: raw values).
         """
-        batch_indices, env_indices = self._sample_valid(batch_size)
-        nb_virtual = int(self.her_ratio * batch_size)
-        n_real = batch_size - nb_virtual
-        # virtual transitions are drawn first (as SB3 splits), but returned after the real ones
-        virtual_b, real_b = batch_indices[:nb_virtual], batch_indices[nb_virtual:]
-        virtual_e, real_e = env_indices[:nb_virtual], env_indices[nb_virtual:]
-        order_b = np.concatenate([real_b, virtual_b])
-        order_e = np.concatenate([real_e, virtual_e])
-
+        upper = self.buffer_size if self.full else self.pos
+        strategy = self.goal_selection_strategy.name.lower()
+        draw = self.episodes.draw(batch_size, upper, self.her_ratio, strategy, np.random)
+        n_real = draw.n_real
         dev = self.storage_device
-        flat_idx = th.as_tensor(order_b * self.n_envs + order_e, dtype=th.long, device=dev)
+        flat_idx = th.as_tensor(draw.slots * self.n_envs + draw.envs, dtype=th.long, device=dev)
         obs, next_obs = self._gather_obs(flat_idx)
         rewards = self._gather(self.rewards, flat_idx)
-        if nb_virtual > 0:
-            new_goals = self._sample_goals(virtual_b, virtual_e)
+        if n_real < batch_size:
+            virtual_b, virtual_e = draw.slots[n_real:], draw.envs[n_real:]
+            goal_idx = th.as_tensor(draw.goal_slots * self.n_envs + virtual_e, dtype=th.long, device=dev)
+            new_goals = self._gather(self.next_observations["achieved_goal"], goal_idx)
             # the desired goal of the next observation must be the same new goal
             obs["desired_goal"][n_real:] = new_goals
             next_obs["desired_goal"][n_real:] = new_goals
@@ -256,51 +219,16 @@ class HerReplayBuffer(DictReplayBuffer):
             raise RuntimeError(
                 "HerReplayBuffer has no env to compute rewards of virtual transitions: pass env= or call set_env()."
             )
-        if self.infos is not None:
-            infos: Any = copy.deepcopy(self.infos[batch_indices, env_indices])
-        else:
-            infos = [{} for _ in range(len(batch_indices))]
-        rewards = self.env.env_method(
-            "compute_reward",
-            # r_t = reward(s_{t+1}) in a goal env: use the achieved goal of the NEXT observation
-            next_achieved_goal.cpu().numpy(),
-            desired_goal.cpu().numpy(),
-            infos,
-            # all envs are assumed identical: use the first one
-            indices=[0],
-        )
-        values = np.asarray(rewards[0], dtype=np.float32).reshape(-1)
-        if values.shape[0] != len(batch_indices):
-            raise ValueError(
-                f"compute_reward returned {values.shape[0]} rewards for {len(batch_indices)} goals: it must be vectorised "
-                "(accept a batch of achieved/desired goals and return one reward per row)."
-            )
+        infos = self.infos[batch_indices, env_indices] if self.infos is not None else None
+        values = her_rewards(self.env, next_achieved_goal.cpu().numpy(), desired_goal.cpu().numpy(), infos)
         return th.from_numpy(values).to(self.storage_device)
-
-    def _sample_goals(self, batch_indices: np.ndarray, env_indices: np.ndarray) -> th.Tensor:
-        """New desired goals (achieved goals of the same episode) per the goal selection strategy."""
-        batch_ep_start = self.ep_start[batch_indices, env_indices]
-        batch_ep_length = self.ep_length[batch_indices, env_indices]
-        if self.goal_selection_strategy == GoalSelectionStrategy.FINAL:
-            transition_indices_in_episode = batch_ep_length - 1
-        elif self.goal_selection_strategy == GoalSelectionStrategy.FUTURE:
-            # inclusive: the current transition can be chosen
-            current_indices_in_episode = (batch_indices - batch_ep_start) % self.buffer_size
-            transition_indices_in_episode = np.random.randint(current_indices_in_episode, batch_ep_length)
-        elif self.goal_selection_strategy == GoalSelectionStrategy.EPISODE:
-            transition_indices_in_episode = np.random.randint(0, batch_ep_length)
-        else:  # pragma: no cover - the constructor validates the strategy
-            raise ValueError(f"Strategy {self.goal_selection_strategy} for sampling goals not supported!")
-        transition_indices = (transition_indices_in_episode + batch_ep_start) % self.buffer_size
-        flat = th.as_tensor(transition_indices * self.n_envs + env_indices, dtype=th.long, device=self.storage_device)
-        return self._gather(self.next_observations["achieved_goal"], flat)
 
     def truncate_last_trajectory(self) -> None:
         """Mark the unfinished episode of each env as ended (timeout), so its transitions can be sampled.
 
         Call it after loading a buffer when a new episode starts; do not call it to continue the same episode.
         """
-        unfinished = np.flatnonzero(self._current_ep_start != self.pos)
+        unfinished = self.episodes.unfinished(self.pos)
         if len(unfinished) == 0:
             return
         warnings.warn(
@@ -336,7 +264,7 @@ class HerReplayBuffer(DictReplayBuffer):
         meta: dict[str, Any] = {}
         if self.infos is not None:
             try:
-                meta["infos"] = json.dumps(self.infos[:rows].tolist(), default=_json_default)
+                meta["infos"] = json.dumps(self.infos[:rows].tolist(), default=infos_json_default)
             except (TypeError, ValueError) as e:
                 warnings.warn(
                     f"HerReplayBuffer.save: info dicts are not JSON-serialisable ({e}); they are not saved.",
