@@ -286,10 +286,13 @@ def test_tune_trains_the_seeds_of_a_trial_as_one_batch(in_tmp_path: Path, mlflow
 #: configs that cannot be one K-seed model: the library refuses (NotImplementedError when the batch is built;
 #: gSDE with train_freq in episodes is not batched yet: when it is, use what the library still refuses), or the
 #: suite does (config callbacks)
+_SMALL = {"learning_starts": "50", "buffer_size": "1000", "batch_size": "32", "policy_kwargs": "dict(net_arch=[16])"}
+#: who refuses -> (algo, env, overrides, the words of the refusal): the library (a Discrete observation space, which
+#: the seed replay storage does not hold yet) or the suite (callbacks built per model)
 REFUSED = {
-    "library": ({"use_sde": "True", "train_freq": "[1, 'episode']"},
-                "use_sde with train_freq in episodes"),  # the library's own words around it
-    "suite": ({"callback": "[{'lit_sb3.callbacks.StopTrainingOnMaxEpisodes': {'max_episodes': 1000}}]"},
+    "library": ("dqn", "FrozenLake-v1", _SMALL, "supports Box observations (vectors, images) only"),
+    "suite": ("sac", NAN_SEED, {**_SMALL, "env_kwargs": "dict(nan_seed=-1)",
+               "callback": "[{'lit_sb3.callbacks.StopTrainingOnMaxEpisodes': {'max_episodes': 1000}}]"},
               f"sac on {NAN_SEED}: the config's callbacks run on one model per seed"),
 }  # fmt: skip
 
@@ -303,15 +306,13 @@ def test_config_the_batch_cannot_build_runs_seed_by_seed_through_the_same_path(
     from lit_sb3.zoo.jobs import plan_grid
     from lit_sb3.zoo.tracking import open_tracking
 
-    extra, reason = REFUSED[who]
+    algo, env, overrides, reason = REFUSED[who]
     calls: list[int] = []
     train = runner._train
     monkeypatch.setattr(runner, "_train", lambda seeds, *args: calls.append(len(seeds)) or train(seeds, *args))
     uri = _store(in_tmp_path, mlflow_template)
-    algo, env, overrides = "sac", NAN_SEED, {"learning_starts": "50", "buffer_size": "1000", "batch_size": "32",
-                                             "policy_kwargs": "dict(net_arch=[16])", "env_kwargs": "dict(nan_seed=-1)"}  # fmt: skip
     jobs, _ = plan_grid([algo], [env], [0, 1], n_timesteps=128, eval_freq=128, eval_episodes=1,
-                        overrides={**overrides, **extra})  # fmt: skip
+                        overrides=overrides)  # fmt: skip
     results = runner.run_jobs(jobs, open_tracking(uri, "refused").target)
     out = capsys.readouterr().out
     (line,) = [line for line in out.splitlines() if line.startswith("seed batch of 2: ")]

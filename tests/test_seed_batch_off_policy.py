@@ -25,6 +25,7 @@ from lit_sb3 import (
     SeedBatch,
     SeedRoutingLogger,
 )
+from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.vec_env import make_vec_env
 from tests.tiny_image_env import TINY_IMAGE_ENV
 
@@ -377,10 +378,12 @@ def test_bad_seed_batch_arguments_fail_early():
         SeedBatch(Unbatched, seeds=[0, 1])
     with pytest.raises(TypeError, match="seeds="):
         SeedBatch(SAC, seeds=[0], seed=1)
-    with pytest.raises(NotImplementedError, match="optimize_memory_usage"):
-        SeedBatch(
-            DQN, seeds=[0, 1], optimize_memory_usage=True, replay_buffer_kwargs=dict(handle_timeout_termination=False)
-        )
+
+    class MyBuffer(ReplayBuffer):  # a custom storage class: its behaviour is not the seed storage's
+        pass
+
+    with pytest.raises(NotImplementedError, match=r"replay_buffer_class MyBuffer \(HerReplayBuffer is\)"):
+        SeedBatch(DQN, seeds=[0, 1], replay_buffer_class=MyBuffer)
     with pytest.raises(TypeError, match="one VecEnv per seed"):
         RLEnvDataModule(train_env=["Pendulum-v1", "Pendulum-v1"])
     with pytest.raises(ValueError, match="normalize=True with a list"):
