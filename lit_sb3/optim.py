@@ -110,6 +110,8 @@ class PerSeedAdam(PerSeedOptimizer):
         """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: :attr:`active`, or every
         seed (foreach kernels, no masking)."""
         active = self.active if active is None else active
+        if active is not None and bool(active.all()):  # every seed steps: the foreach path (the masked one makes
+            active = None  # ~12 full-size temporaries; a host read, which PPO's target_kl check makes anyway)
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps = group["lr"], group["eps"]

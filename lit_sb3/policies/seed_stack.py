@@ -374,10 +374,13 @@ class SeedLSTM(nn.Module):
             zeros = sequence.new_zeros(self.num_layers, sequence.shape[1], self.hidden_size)
             hx = (zeros, zeros)
         n = sequence.shape[1] // self.n_seeds
+        # one unbind per stacked weight: its backward stacks the K gradients once (indexing weight[i] per seed would
+        # add K full-size [K, ...] gradients, K^2 work)
+        per_seed = list(zip(*(getattr(self, name).unbind(0) for name in self.weight_names)))
         outputs, hs, cs = [], [], []
         for i in range(self.n_seeds):
             cols = slice(i * n, (i + 1) * n)
-            weights = [getattr(self, name)[i] for name in self.weight_names]
+            weights = list(per_seed[i])
             state = (hx[0][:, cols].contiguous(), hx[1][:, cols].contiguous())
             output, h, c = th.lstm(
                 sequence[:, cols], state, weights, self.bias, self.num_layers, 0.0, self.training, False, False
