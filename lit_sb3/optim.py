@@ -110,8 +110,10 @@ class PerSeedAdam(PerSeedOptimizer):
         """One Adam step of the seeds where ``active`` (``[K]`` bool) is True; ``None``: :attr:`active`, or every
         seed (foreach kernels, no masking)."""
         active = self.active if active is None else active
-        if active is not None and bool(active.all()):  # every seed steps: the foreach path (the masked one makes
-            active = None  # ~12 full-size temporaries; a host read, which PPO's target_kl check makes anyway)
+        # every seed steps: the foreach path (the masked one makes ~12 full-size temporaries). Only where reading the
+        # mask costs no device sync (CPU): on an accelerator the masked path stays, with no host read per step
+        if active is not None and active.device.type == "cpu" and bool(active.all()):
+            active = None
         for group in self.param_groups:
             beta1, beta2 = group["betas"]
             lr, eps = group["lr"], group["eps"]
