@@ -399,7 +399,10 @@ class SeedsCallback(BaseCallback):
             )
             return model.predict_stacked(stacked, deterministic=True)[indices]
 
-        results = evaluate_seeds(predict, [cb.eval_env for _, cb in due], due[0][1].n_eval_episodes)
+        try:
+            results = evaluate_seeds(predict, [cb.eval_env for _, cb in due], due[0][1].n_eval_episodes)
+        except Exception:  # noqa: BLE001 - a seed's eval env raised: evaluate seed by seed (each resets its env),
+            return  # where what fails is that seed's own evaluation
         for (_, eval_cb), (rewards, lengths) in zip(due, results):
             eval_cb.precomputed = (steps, rewards, lengths)
 
