@@ -71,6 +71,20 @@ def zoo_job_spec(run: ZooRun) -> Any:
     )  # fmt: skip
 
 
+def _default_params(spec: Any) -> dict[str, str]:
+    """The algorithm's constructor defaults that the job's params do not set, in the form a lit_sb3 job run logs
+    them (its model's hyperparameters, :class:`~lit_sb3.zoo.tracking.logger.JobMLFlowLogger`): the argument names
+    and defaults are SB3's / sb3-contrib's, so both sides' runs carry the same params."""
+    from lit_sb3.zoo.registry import algo_defaults
+    from lit_sb3.zoo.tracking.names import flatten_params, job_params, parse_logged
+
+    logged = job_params(spec)
+    # a model stores ``*_kwargs=None`` as {} (the lit_sb3 run logs "{}"), SB3 as None: logged as the lit side does
+    defaults = {k: {} if v is None and k.endswith("_kwargs") else v for k, v in algo_defaults(spec.algo).items()}
+    text = flatten_params({k: parse_logged(v) for k, v in defaults.items()})
+    return {k: v for k, v in text.items() if k not in logged}
+
+
 def _rollout_curve(run: ZooRun, budget: int) -> list[tuple[int, float]]:
     """``(env step, rollout/ep_rew_mean)`` from the monitor files, as SB3 computes it (mean of the last 100
     training episodes), at most :data:`ROLLOUT_POINTS` points. An episode of sub-env ``i`` ending after its
@@ -122,6 +136,7 @@ def import_zoo_run(run: ZooRun, tracking: Any, *, run_id: str | None = None, par
         run_id = tracking.create_job_run(spec, parent_run_id, env_tags, tags=tags)
     else:
         tracking.set_tags(run_id, tags)
+    tracking.log_params(run_id, _default_params(spec))
     means, stds = run.results.mean(axis=1), run.results.std(axis=1)  # as SB3's evaluate_policy: np.std
     lengths = run.ep_lengths.mean(axis=1)
     for step, mean, std, length in zip(run.timesteps, means, stds, lengths):
