@@ -28,7 +28,8 @@ from lit_sb3.zoo.worker.protocol import JobProgress, JobResult
 
 __all__ = ["reference_command", "run_reference_jobs"]
 
-PROGRESS_SECONDS = 2.0
+PROGRESS_SECONDS = 5.0
+POLL_SECONDS = 0.5
 
 
 def reference_command(spec: JobSpec, conf_file: Path, log_folder: Path) -> list[str]:
@@ -51,29 +52,61 @@ def reference_command(spec: JobSpec, conf_file: Path, log_folder: Path) -> list[
     ]  # fmt: skip
 
 
-def _progress(folder: Path, spec: JobSpec, started: float) -> JobProgress:
-    """A snapshot from the monitor files (env steps of the finished training episodes) and ``evaluations.npz``."""
-    import numpy as np
+class _Progress:
+    """Progress snapshots of a running reference job, read incrementally (only the lines added since the last
+    read) from the monitor files (env steps of the finished training episodes) and from ``evaluations.npz``, so
+    that watching costs the job's CPU next to nothing (it shares the job's core)."""
 
-    steps, returns = 0, []
-    for path in folder.glob("**/*.monitor.csv"):
-        try:
-            for line in path.read_text().splitlines()[2:]:
-                r, length, _ = line.split(",")
-                steps += int(float(length))
-                returns.append(float(r))
-        except (OSError, ValueError):
-            continue
-    last_eval = math.nan
-    for path in folder.glob("**/evaluations.npz"):
-        try:
-            with np.load(path, allow_pickle=False) as data:
-                last_eval = float(data["results"][-1].mean())
-        except (OSError, ValueError, KeyError, IndexError, EOFError):
-            pass
-    elapsed = max(time.monotonic() - started, 1e-9)
-    last = float(np.mean(returns[-100:])) if returns else math.nan
-    return JobProgress(spec.job_id, min(steps, spec.n_timesteps), spec.n_timesteps, steps / elapsed, last, last_eval)
+    def __init__(self, folder: Path, spec: JobSpec) -> None:
+        self.folder, self.spec = folder, spec
+        self.started = time.monotonic()
+        self.offsets: dict[Path, int] = {}
+        self.steps = 0
+        self.returns: list[float] = []
+        self.eval_mtime = 0.0
+        self.last_eval = math.nan
+
+    def _read_monitors(self) -> None:
+        for path in self.folder.glob("*/*/*.monitor.csv"):
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(self.offsets.get(path, 0))
+                    chunk = fh.read()
+            except OSError:
+                continue
+            complete = chunk[: chunk.rfind(b"\n") + 1]
+            self.offsets[path] = self.offsets.get(path, 0) + len(complete)
+            for line in complete.decode("utf-8", errors="replace").splitlines():
+                parts = line.split(",")
+                try:
+                    self.returns.append(float(parts[0]))
+                    self.steps += int(float(parts[1]))
+                except (ValueError, IndexError):
+                    continue  # the JSON header and the column names
+        self.returns = self.returns[-100:]
+
+    def _read_evaluations(self) -> None:
+        import numpy as np
+
+        for path in self.folder.glob("*/*/evaluations.npz"):
+            try:
+                mtime = path.stat().st_mtime
+                if mtime == self.eval_mtime:
+                    continue
+                with np.load(path, allow_pickle=False) as data:
+                    self.last_eval = float(data["results"][-1].mean())
+                self.eval_mtime = mtime
+            except (OSError, ValueError, KeyError, IndexError, EOFError):
+                pass
+
+    def snapshot(self) -> JobProgress:
+        """The job's progress now."""
+        self._read_monitors()
+        self._read_evaluations()
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        last = sum(self.returns) / len(self.returns) if self.returns else math.nan
+        steps = min(self.steps, self.spec.n_timesteps)
+        return JobProgress(self.spec.job_id, steps, self.spec.n_timesteps, steps / elapsed, last, self.last_eval)
 
 
 def _tail(path: Path) -> str:
@@ -104,15 +137,15 @@ def _run_one(
             with open(log, "wb") as out:
                 proc = subprocess.Popen(reference_command(spec, conf, folder / "logs"), stdout=out,
                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)  # fmt: skip
-                last = 0.0
+                last, watch = 0.0, _Progress(folder / "logs", spec)
                 while True:
                     pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
                     if pid:
                         break
                     if progress is not None and time.monotonic() - last >= PROGRESS_SECONDS:
-                        progress(_progress(folder / "logs", spec, started))
+                        progress(watch.snapshot())
                         last = time.monotonic()
-                    time.sleep(0.2)
+                    time.sleep(POLL_SECONDS)
             proc.returncode = os.waitstatus_to_exitcode(status)
             wall, cpu = time.monotonic() - started, usage.ru_utime + usage.ru_stime
             sys.stdout.write(log.read_text(errors="replace"))  # the job's log (the launcher keeps it)
