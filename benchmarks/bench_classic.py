@@ -19,7 +19,8 @@ every invocation's wall time, the load average before and after and its exit sta
 Resumable across sittings: the store lives outside the work tree (``--store``, default ``../benchmark-classic-store``
 next to the repository), a rerun skips finished runs (``bench run`` resumes), and an interrupted invocation is
 recorded as such (its finished runs are kept; its wall time is counted, so redone work shows in the total).
-Cells run cheapest first (by the measured or estimated cost), so every sitting completes whole cells.
+Cells run cheapest first (by the measured or estimated cost), so every sitting completes whole cells; ``touch
+<store>/STOP`` ends the driver cleanly before its next invocation (a sitting that must end).
 """
 
 from __future__ import annotations
@@ -234,6 +235,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.dry_run:
                 continue
             for impl in sides:
+                if (store / "STOP").exists():  # `touch <store>/STOP`: end cleanly before the next invocation
+                    print(f"{store / 'STOP'} exists: stopping before the next invocation", flush=True)
+                    return 0
                 if done.get((cell.algo, cell.env, impl), 0) < SEEDS:
                     run_side(cell, impl, store, args.jobs, freq, args.cpus)
             done = finished_counts(store)
