@@ -30,7 +30,6 @@ __all__ = [
     "SkippedPair",
     "plan_grid",
     "seed_batches",
-    "default_eval_freq",
     "default_eval_protocol",
     "eval_protocol_line",
     "encode_value",
@@ -230,15 +229,6 @@ class SkippedPair:
     algo: str
     env_id: str
     reason: str
-
-
-def default_eval_freq(n_timesteps: int) -> int:
-    """``n_timesteps / 20`` (at least 1): 20 evaluations per run, plus the final one.
-
-    Args:
-        n_timesteps: the budget.
-    """
-    return max(1, n_timesteps // DEFAULT_EVALUATIONS)
 
 
 EVAL_COST_FRACTION = 0.25
