@@ -147,12 +147,16 @@ def finished_counts(store: Path) -> dict[tuple[str, str, str], int]:
 
 
 def run_side(cell: Cell, impl: str, store: Path, jobs: int, freq: int, cpus: str) -> dict:
-    """Run one side of a cell pinned to ``cpus``; returns its invocation record."""
+    """Run one side of a cell pinned to ``cpus``; returns its invocation record. A ``start`` line is written first,
+    so that an invocation killed outright (the sitting ended) is still found and timed (:func:`_records`)."""
     argv = command(cell, impl, store, jobs, freq)
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
     record = {"algo": cell.algo, "env": cell.env, "impl": impl, "command": shlex.join(argv), "cpus": cpus,
-              "jobs": jobs, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "load_before": os.getloadavg()}  # fmt: skip
+              "jobs": jobs, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "started_ts": time.time(),
+              "load_before": os.getloadavg()}  # fmt: skip
+    with open(store / "invocations.jsonl", "a") as fh:
+        fh.write(json.dumps({**record, "event": "start"}) + "\n")
     print(f"\n=== {cell.algo} on {cell.env}: {impl} ===\n{record['command']}", flush=True)
     t0 = time.monotonic()
     status = "interrupted"
@@ -166,33 +170,79 @@ def run_side(cell: Cell, impl: str, store: Path, jobs: int, freq: int, cpus: str
     return record
 
 
+def _killed_wall(store: Path, start: dict) -> float | None:
+    """Wall seconds of an invocation killed outright: from its start to the end of the last job run it finished
+    (the work it left unfinished was redone by a later invocation and is counted there)."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    if exp is None:
+        return None
+    t0 = start["started_ts"]
+    flt = (f"tags.`lit_sb3.algo` = '{start['algo']}' and tags.`lit_sb3.env` = '{start['env']}' and "
+           f"tags.impl = '{start['impl']}' and attributes.status = 'FINISHED'")  # fmt: skip
+    ends = [r.info.end_time / 1000 for r in client.search_runs([exp.experiment_id], flt, max_results=1000)
+            if r.info.end_time and r.info.start_time / 1000 >= t0]  # fmt: skip
+    return round(max(ends) - t0, 2) if ends else 0.0
+
+
+def _records(store: Path) -> list[dict]:
+    """Every invocation, in order: finished ones as recorded, killed ones (a ``start`` line with no end, and not
+    the one running now) timed by :func:`_killed_wall`."""
+    path = store / "invocations.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    rows: list[dict] = []
+    for i, line in enumerate(lines):
+        if line.get("event") != "start":
+            rows.append(line)
+            continue
+        ended = any(other.get("event") != "start" and other.get("started_ts") == line["started_ts"]
+                    for other in lines[i + 1 :])  # fmt: skip
+        later = any(other.get("event") == "start" for other in lines[i + 1 :])
+        if not ended and later:  # killed: a later invocation started after it
+            rows.append({**line, "status": "killed (the sitting ended)", "wall_seconds": _killed_wall(store, line) or 0.0,
+                         "load_after": [math.nan] * 3})  # fmt: skip
+    return rows
+
+
 def timing_summary(store: Path) -> str:
     """``timing.md``: every invocation, and the whole benchmark's wall time per side and its ratio."""
-    path = store / "invocations.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    rows = _records(store)
     lines = [
         "# benchmark-classic: wall time of each `bench run` invocation",
         "",
         "Each side of a cell is one `bench run` invocation, pinned to the same CPUs with the same `--jobs`; the load "
-        "average (1, 5, 15 min) is read before and after. Interrupted invocations are listed and counted (their "
-        "unfinished jobs were run again by a later invocation).",
+        "average (1, 5, 15 min) of the whole machine is read before and after (the other core ran the developers' "
+        "work). An invocation killed when a sitting ended is timed from its start to the end of the last run it "
+        "finished; its unfinished jobs were run again, and timed, by a later invocation.",
         "",
         "| cell | impl | status | wall (s) | cpus | jobs | load before | load after | started |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    complete = {(r["algo"], r["env"]) for r in rows if r["status"].startswith("ok") and r["impl"] == "sb3"} & {
+        (r["algo"], r["env"]) for r in rows if r["status"].startswith("ok") and r["impl"] == "lit_sb3"
+    }  # cells whose two sides have both run to the end
     totals: dict[str, float] = {}
     for r in rows:
-        totals[r["impl"]] = totals.get(r["impl"], 0.0) + r["wall_seconds"]
+        if (r["algo"], r["env"]) in complete:
+            totals[r["impl"]] = totals.get(r["impl"], 0.0) + r["wall_seconds"]
         load = ", ".join(f"{x:.2f}" for x in r["load_before"])
         after = ", ".join(f"{x:.2f}" for x in r["load_after"])
         lines.append(f"| {r['algo']} {r['env']} | {r['impl']} | {r['status']} | {r['wall_seconds']:.1f} | "
                      f"{r['cpus']} | {r['jobs']} | {load} | {after} | {r['started']} |")  # fmt: skip
-    lines += ["", "| side | wall time of its invocations |", "|---|---|"]
+    lines += [
+        "",
+        f"Over the {len(complete)} cells whose two sides have both finished:",
+        "",
+        "| side | wall time of its invocations |",
+        "|---|---|",
+    ]
     for impl, total in sorted(totals.items()):
         lines.append(f"| {impl} | {total:,.0f} s ({total / 3600:.2f} h) |")
     if totals.get("lit_sb3") and totals.get("sb3"):
         lines += ["", f"SB3 (rl_zoo3) / lit_sb3 wall time: **{totals['sb3'] / totals['lit_sb3']:.2f}x** over the "
-                  "invocations listed (both sides of the same cells)."]  # fmt: skip
+                  "same cells, same CPUs, same --jobs."]  # fmt: skip
     return "\n".join(lines) + "\n"
 
 
