@@ -139,7 +139,7 @@ def test_report_files(report: tuple[Path, int]) -> None:
     for heading in (
         "## Summary",
         "## Aggregate metrics",
-        "## Probability of improvement",
+        "## Verdicts with error control",
         "## Per-env results",
         "## Failed and missing runs",
         "## Wall-clock and throughput",
@@ -339,16 +339,21 @@ def test_two_runs_each_give_no_verdict(tmp_path: Path, mlflow_template: Path) ->
     assert md.index("> **Warning:** too few runs for a verdict") < md.index("## Summary")
     assert "too few runs for a verdict (n=2 sac, n=2 td3 per env; a verdict needs >= 5)" in md
     poi = agg["probability_of_improvement"][0]
-    assert poi["low"] == poi["point"] == poi["high"] == 1.0  # the interval only spans the two values
+    # the one interval of P(X > Y) is the confidence sequence: honest at 2 runs (a bootstrap CI would be [1, 1])
+    assert poi["point"] == 1.0 and poi["low"] < 0.5 and poi["high"] == 1.0
+    assert poi["interval_name"] == "95 % confidence sequence"
     html = (tmp_path / "r" / "report.html").read_text()
     assert '<div class="warn"><strong>Warning:</strong> too few runs for a verdict' in html
     # with the threshold lowered the exact test decides: 2 separated runs against 2 cannot reach 5 % (the
-    # smallest two-sided p is 2/6), so no pair is called although the bootstrap CI [1, 1] excludes 0.5
+    # smallest two-sided p is 2/6), and the verdict says so
     md, agg = _report(uri, tmp_path / "r2", "--min-runs", "2")
-    assert "Warning" not in md and "credibly better" not in md
+    assert "Warning:** too few" not in md and "credibly better" not in md
     (d,) = agg["verdicts"]
-    assert d["kind"] == "no_difference" and d["p_value"] > 0.3 and d["low"] == 1.0
-    assert "- no credible difference between sac and td3: P(sac > td3) = 1.000 [1.000, 1.000] (95 % bootstrap CI)" in md
+    assert d["kind"] == "open" and d["p_value"] > 0.3
+    assert (
+        "- open: no verdict between sac and td3 is possible at 2 seeds per algorithm (the exact test's smallest p "
+        "is 0.333 > 0.05): P(sac > td3) = 1.000 [" in md
+    )
 
 
 def test_four_separated_runs_are_called_when_the_threshold_allows(tmp_path: Path, mlflow_template: Path) -> None:
@@ -371,16 +376,16 @@ def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template
     md, agg = _report(uri, tmp_path / "r")
     assert "Warning" not in md and agg["sample_warning"] is None
     line = next(x for x in md.splitlines() if x.startswith("- sac is credibly better than td3"))
-    # the claim says what it rests on, its rule and its error rate
-    assert "P(sac > td3) = 1.000 [1.000, 1.000] (95 % bootstrap CI)" in line
+    # the claim says what it rests on, its interval (named), its rule and its error rate
+    assert "P(sac > td3) = 1.000 [" in line and "(95 % confidence sequence)" in line
     assert "rests on 10 runs (sac: n=5, td3: n=5 per env) on 1 env, 4,000 env steps per run" in line
     assert "decided on the first 5 seeds per algorithm on Pendulum-v1 (p = 0.00" in line  # exact: 2/252
     assert (
         "by the exact permutation test of P(X > Y) (one look), Holm over 1 comparisons, family-wise error <= 0.05"
         in line
     )
-    # one wording everywhere: the table of probability of improvement and the error-control section agree
-    assert md.count("sac is credibly better than td3") == 3  # summary, probability of improvement, section
+    # one wording everywhere: the summary and the error-control section agree
+    assert md.count("sac is credibly better than td3") == 2  # summary, section
     # budget, protocol, differing hyperparameters (no duplicate from model.*), normalisation constants
     assert "## Budget and evaluation protocol" in md
     assert "| Pendulum-v1 | sac | — | 4,000 | 4,000 | 1,000 | 7 | True |" in md  # no budget asked logged here
@@ -406,8 +411,6 @@ def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template
             other = ref["aggregates"][algo][metric]
             assert other["point"] == pytest.approx(iv["point"]), (algo, metric)
             assert abs(other["low"] - iv["low"]) < 0.01 and abs(other["high"] - iv["high"]) < 0.01, (algo, metric)
-    for mine, theirs in zip(agg["probability_of_improvement"], ref["probability_of_improvement"]):
-        assert abs(mine["low"] - theirs["low"]) < 0.01 and abs(mine["high"] - theirs["high"]) < 0.01
     for algo in ("sac", "td3"):
         for key in ("low", "high"):
             diff = np.abs(np.array(agg["iqm_curves"][algo][key]) - ref["iqm_curves"][algo][key])

@@ -295,7 +295,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
            on_result: Callable[[JobResult], None] | None, stopped_status: str) -> str | None:  # fmt: skip
     """Train the seeds as one model and record each; returns why they cannot be one model (nothing was trained
     or recorded then; only for K > 1), else None once every seed's run has ended."""
-    t_start = time.monotonic()
+    t_start, cpu_start = time.monotonic(), time.process_time()
     model: Any = None
 
     def report(seed: _Seed) -> None:
@@ -395,7 +395,8 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
                 try:
                     finish_job(seed.spec, seed.view.member(), eval_cb, hook_cb, [seed.logger], seed.result,
                                store=store, mlflow_logger=seed.mlflow_logger, folder=Path(tmp), t_start=t_start,
-                               fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording())  # fmt: skip
+                               fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording(),
+                               cpu_start=cpu_start)  # fmt: skip
                 except Exception as exc:  # noqa: BLE001 - this seed fails, the others are still recorded
                     record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, seed.view.num_timesteps)
                 report(seed)
@@ -450,6 +451,7 @@ def _recording_eval_env(spec: JobSpec, folder: Path, start: Callable[[], bool]) 
 
 def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: Sequence[Any], result: JobResult, *,
                store: Any, mlflow_logger: Any, folder: Path, t_start: float, fit_seconds: float,
+               cpu_start: float | None = None,
                stopped_status: str = "FINISHED", video: tuple[Any, Path] | None = None) -> None:  # fmt: skip
     """After a job's training: the final evaluation (unless the last periodic one was at the end, or a hook
     stopped the run: its score is the evaluation that stopped it), the ``final/*`` and ``time/*`` metrics, the
@@ -467,6 +469,8 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
         folder: a temporary folder for the artifacts.
         t_start: ``time.monotonic()`` when the job started.
         fit_seconds: wall seconds of ``trainer.fit``.
+        cpu_start: ``time.process_time()`` when the job started: ``time/cpu_seconds`` is the CPU time of the process
+            since then (shared by the K seeds of a seed batch, as ``time/wall_seconds`` is).
         stopped_status: final status of a run stopped by a hook.
         video: ``(recording eval env, its folder)`` of ``--record-final``: the mp4 is logged under ``videos/``.
     """
@@ -489,6 +493,8 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
         "time/fps": result.fps,
         "time/total_timesteps": float(model.num_timesteps),
     }
+    if cpu_start is not None:
+        final["time/cpu_seconds"] = time.process_time() - cpu_start
     for logger in loggers:
         logger.log_metrics(final, step=int(model.num_timesteps))
     if mlflow_logger is not None:
