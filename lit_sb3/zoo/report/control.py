@@ -300,6 +300,8 @@ def control_blocks(control: dict[str, Any]) -> list[Block]:
     rows = []
     for c in control["family"]:
         kind, text = verdict_of(c, control["margin"], control["alpha"])
+        if kind == "too_few_runs":  # the details are in the reason column
+            text = "too few runs for a verdict"
         if not c.looks:
             rows.append([c.x, c.y, c.env, "—", "—", "—", "—", text, c.reason])
             continue

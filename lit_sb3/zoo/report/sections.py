@@ -254,7 +254,12 @@ class Protocol(Section):
                 "A run's score is its final evaluation (mean return over the episodes above, on a separate eval env "
                 "with VecNormalize statistics synced); the learning curves keep every periodic evaluation. On-policy "
                 "algorithms evaluate at the first rollout boundary at or after each requested step, after the "
-                f"update. † marks fewer than {SHORT_EVAL} episodes per evaluation.",
+                "update."
+                + (
+                    f" † marks fewer than {SHORT_EVAL} episodes per evaluation."
+                    if any(ctx.is_short(r) for r in ctx.results.runs)
+                    else ""
+                ),
             ),
         ]
         return {"protocol": ctx.protocol}, blocks
@@ -434,7 +439,8 @@ class Hyperparameters(Section):
             diff = sorted((k for k in keys if len({h.get(k, "—") for h in hp.values()}) > 1),
                           key=lambda k: (k not in everywhere, k))  # fmt: skip
             at_default = set.intersection(*(_default_keys(a, h) | (keys - set(h)) for a, h in hp.items()))
-            hide = sorted((at_default & keys) - set(diff))
+            present = {k for h in hp.values() for k in h}
+            hide = sorted(((at_default & keys) - set(diff)) | (present & set(BOOKKEEPING)))
             shown = diff + sorted(keys - set(diff) - set(hide))
             differing[env], hidden[env] = diff, hide
             head = f"differing keys: {', '.join(diff)}" if diff else "no differing keys"

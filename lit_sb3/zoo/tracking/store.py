@@ -423,6 +423,7 @@ class Tracking:
             "lit_sb3.seed": str(spec.seed),
             JOB_ID_TAG: spec.job_id,
             "lit_sb3.config_hash": spec.config_hash,
+            "impl": "lit_sb3",  # the implementation that trains it (an RL Zoo run is tagged sb3; see bench report)
             **env_tags,
             **(tags or {}),
         }
