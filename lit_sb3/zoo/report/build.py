@@ -119,7 +119,7 @@ def build_report(
     (out / "report.html").write_text(_html(blocks, ctx.title, out))
     aggregates["seconds"] = time.perf_counter() - started
     if log_to_mlflow:
-        _log(results, out, aggregates)
+        _log(ctx.results, out, aggregates)  # the runs the verdicts rest on (a later report sees its looks)
     return out / "report.md"
 
 
