@@ -554,3 +554,19 @@ def test_hyperparameters_show_differences_first_and_hide_defaults(tmp_path: Path
         assert f"| {key} |" not in table
     assert "| algo_kwargs.gamma | 0.98 | 0.98 |  |" in table
     assert "keys at defaults or bookkeeping, hidden: batch_size, buffer_size, callback, " in md
+
+
+def test_constructor_defaults_read_from_source_match_the_classes() -> None:
+    """The report reads defaults from the algorithms' source (no import of the library); they are the classes'
+    own signature defaults, for every registered algorithm."""
+    from lit_sb3.algorithms.registry import ALGORITHMS
+    from lit_sb3.zoo.registry import algo_defaults
+    from lit_sb3.zoo.report.sections import constructor_defaults
+
+    for algo in ALGORITHMS:
+        read = constructor_defaults(algo)
+        real = algo_defaults(algo)
+        assert {"learning_rate", "verbose", "seed"} <= set(read), algo
+        for key, value in read.items():
+            if key not in ("env", "_init_setup_model"):
+                assert real[key] == value, (algo, key)
