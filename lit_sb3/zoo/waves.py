@@ -179,7 +179,8 @@ _OUTCOME = {"x_better": "{x} credibly better", "y_better": "{y} credibly better"
 def _line(c: Any) -> str:
     lk = c.looks[-1]
     what = _OUTCOME[c.outcome].format(x=c.x, y=c.y)
-    return (f"  {c.x} vs {c.y} on {c.env}: P({c.x} > {c.y}) = {lk.point:.3f}, CS [{lk.low:.3f}, {lk.high:.3f}], "
+    return (f"  {c.x} vs {c.y} on {c.env}: P({c.x} > {c.y}) = {lk.point:.3f}, confidence sequence "
+            f"[{lk.low:.3f}, {lk.high:.3f}], "
             f"repeated p = {lk.p_value:.3g}, {lk.n} seeds -> {what}")  # fmt: skip
 
 
