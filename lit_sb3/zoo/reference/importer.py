@@ -81,8 +81,22 @@ def _default_params(spec: Any) -> dict[str, str]:
     logged = job_params(spec)
     # a model stores ``*_kwargs=None`` as {} (the lit_sb3 run logs "{}"), SB3 as None: logged as the lit side does
     defaults = {k: {} if v is None and k.endswith("_kwargs") else v for k, v in algo_defaults(spec.algo).items()}
+    if "replay_buffer_class" in defaults and defaults["replay_buffer_class"] is None:
+        defaults["replay_buffer_class"] = _replay_buffer_name(spec)
     text = flatten_params({k: parse_logged(v) for k, v in defaults.items()})
     return {k: v for k, v in text.items() if k not in logged}
+
+
+def _replay_buffer_name(spec: Any) -> str:
+    """The replay buffer SB3 (and lit_sb3, whose run logs the resolved class) picks for ``replay_buffer_class=None``:
+    ``DictReplayBuffer`` for a Dict observation space, else ``ReplayBuffer``."""
+    import gymnasium as gym
+
+    env = gym.make(spec.env_id)
+    try:
+        return "DictReplayBuffer" if isinstance(env.observation_space, gym.spaces.Dict) else "ReplayBuffer"
+    finally:
+        env.close()
 
 
 def _rollout_curve(run: ZooRun, budget: int) -> list[tuple[int, float]]:
