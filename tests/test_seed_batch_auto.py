@@ -50,6 +50,10 @@ def test_auto_batches_keep_every_worker_busy() -> None:
     assert [len(u) for u in units] == [1, 1, 1, 1] and "lowered from 4 to keep 4 worker(s) busy" in lines[0]
     units, _ = auto_seed_batches(jobs, workers=1, table={})  # nothing measured: every job alone
     assert [len(u) for u in units] == [1] * 10
+    both, _ = plan_grid(["ppo"], ["CartPole-v1"], range(4), n_timesteps=2048, impls=["lit_sb3", "sb3"])
+    units, lines = auto_seed_batches(both, workers=2, table=table)  # the sb3 side: one rl_zoo3 process per seed
+    assert sorted(len(u) for u in units) == [1, 1, 1, 1, 4]
+    assert "--seed-batch auto: sb3 side of ppo on CartPole-v1: 4 seed(s), each in its own process" in lines
 
 
 def test_bad_table_is_one_line(tmp_path: Path) -> None:

@@ -157,12 +157,24 @@ def auto_seed_batches(
         workers: parallel worker slots.
         table: the efficiency table (default: :func:`load_table`).
     """
-    from lit_sb3.zoo.jobs import seed_batches
+    from lit_sb3.zoo.jobs import DEFAULT_IMPL, seed_batches
     from lit_sb3.zoo.suites import load_suites
 
     table = load_table() if table is None else table
     suites = load_suites()
-    groups = seed_batches(todo, max(1, len(todo)))  # one unit per group of jobs differing only by their seed
+    units: list[list[Any]] = []
+    lines: list[str] = []
+    groups: list[list[Any]] = []
+    reference: dict[tuple[str, str, str], int] = {}
+    for group in seed_batches(todo, max(1, len(todo))):  # one unit per group of jobs differing only by their seed
+        if group[0].impl != DEFAULT_IMPL:  # the reference side: one rl_zoo3 process per seed (never batched)
+            units.append(group)
+            key = (group[0].impl, group[0].algo, group[0].env_id)
+            reference[key] = reference.get(key, 0) + len(group)
+        else:
+            groups.append(group)
+    for (impl, algo, env_id), n in reference.items():
+        lines.append(f"--seed-batch auto: {impl} side of {algo} on {env_id}: {n} seed(s), each in its own process")
     chosen, reasons = [], []
     for group in groups:
         k, why = choose_k(group[0].algo, group[0].env_id, len(group), table, suites)
@@ -171,13 +183,11 @@ def auto_seed_batches(
     capped = list(chosen)
 
     def n_units() -> int:
-        return sum(-(-len(g) // k) for g, k in zip(groups, capped))
+        return len(units) + sum(-(-len(g) // k) for g, k in zip(groups, capped))
 
     while n_units() < workers and max(capped, default=1) > 1:
         i = max(range(len(capped)), key=lambda j: capped[j])
         capped[i] -= 1
-    units: list[list[Any]] = []
-    lines: list[str] = []
     for group, k, first_k, why in zip(groups, capped, chosen, reasons):
         batches = seed_batches(group, k)
         units += batches
