@@ -25,6 +25,9 @@ Usage::
     python benchmarks/bench_seed_batch.py equivalence          # PPO, TRPO CartPole + SAC, TQC Pendulum, 10 seeds
     python benchmarks/bench_seed_batch.py equivalence --algos ppo --seeds 10 --timesteps 30000 --json out.json
     python benchmarks/bench_seed_batch.py compile --algos sac,td3 --k 8                # eager vs torch.compile update
+    python benchmarks/bench_seed_batch.py compiled --seeds 10       # learning: 10 SAC seeds compile_update=True vs eager
+    python benchmarks/bench_seed_batch.py throughput --algos sac,td3,tqc,crossq --k 8 --pairs 3 --cpus 0 \\
+        --write-table benchmarks/seed_batch.yml          # refresh bench run --seed-batch auto's efficiency table
     python benchmarks/bench_seed_batch.py update --algos sac,td3 --ks 1,2,4,8          # per seed-update cost vs K
     python benchmarks/bench_seed_batch.py gpu --k 16 --device cuda                     # SAC HalfCheetah on a GPU
 
@@ -270,7 +273,40 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
                 continue
             key = f"{algo}@{net_arch}" if net_arch else algo
             table[key] = _throughput_pairs(algo, seeds, cpus, args.pairs, net_arch)
+    if args.write_table:
+        _write_table(Path(args.write_table), args.k, {a: r for a, r in table.items() if "@" not in a})
     return table
+
+
+def _write_table(path: Path, k: int, measured: dict[str, dict[str, Any]]) -> None:
+    """Rewrite the rows of ``bench run --seed-batch auto``'s efficiency table (``benchmarks/seed_batch.yml``) that
+    were measured now (each algorithm on its throughput env: the ``sequential`` median, K batched against K
+    processes one after another, as bench run's pool runs unbatched jobs), keeping the other rows and the header."""
+    import datetime
+
+    from lit_sb3.zoo.seed_batching import env_family, load_table
+
+    rows = {key: row for key, row in load_table(path).items()} if path.exists() else {}
+    today = datetime.date.today().isoformat()
+    for algo, result in measured.items():
+        family = env_family(result["env"]) or "other"
+        pairs = [round(r, 2) for r in result["ratios"]["wall_sequential"]]
+        ratio = round(result["medians"]["wall_sequential"], 2)
+        rows[(algo, family)] = dict(algo=algo, family=family, env=result["env"], k=k, ratio=ratio, pairs=pairs,
+                                    measured=today)  # fmt: skip
+    text = path.read_text() if path.exists() else "version: 1\nentries:\n"
+    header = text[: text.index("entries:")] + "entries:\n"
+    lines = []
+    for row in rows.values():
+        if not isinstance(row, dict):  # a kept row (an Efficiency read from the file)
+            row = dict(algo=row.algo, family=row.family, env=row.env, k=row.k, ratio=row.ratio,
+                       pairs=list(row.pairs), measured=row.measured)  # fmt: skip
+        fields = ", ".join(
+            f'{name}: "{value}"' if name == "measured" else f"{name}: {value}" for name, value in row.items()
+        )
+        lines.append(f"  - {{{fields}}}\n")
+    path.write_text(header + "".join(lines))
+    print(f"wrote {len(measured)} measured row(s) into {path} ({len(rows)} rows)")
 
 
 def _throughput_pairs(algo: str, seeds: list[int], cpus: list[int], pairs: int, net_arch: str | None) -> dict[str, Any]:
@@ -346,7 +382,7 @@ def _evaluate(model: Any, env_id: str, seed: int, episodes: int) -> float:
     return float(mean_return)
 
 
-def _separate_run(algo: str, seed: int, timesteps: int, episodes: int) -> float:
+def _separate_run(algo: str, seed: int, timesteps: int, episodes: int, compiled: bool = False) -> float:
     import torch as th
 
     th.set_num_threads(1)
@@ -355,6 +391,8 @@ def _separate_run(algo: str, seed: int, timesteps: int, episodes: int) -> float:
     from lit_sb3.vec_env import make_vec_env
 
     env_id, n_envs, kwargs, _ = EQUIVALENCE[algo]
+    if compiled:
+        kwargs = dict(kwargs, compile_update=True)
     model = _classes()[algo]("MlpPolicy", seed=seed, device="cpu", **kwargs)
     RLTrainer(max_steps=timesteps, logger=False, enable_checkpointing=False, enable_progress_bar=False).fit(
         model, datamodule=RLEnvDataModule(train_env=make_vec_env(env_id, n_envs=n_envs, seed=seed))
@@ -432,6 +470,38 @@ def equivalence(args: argparse.Namespace) -> dict[str, Any]:
             "wall_s": {"batched": t_batched, "separate": t_separate},
         }
     return table
+
+
+def compiled_equivalence(args: argparse.Namespace) -> dict[str, Any]:
+    """N seeds of SAC with ``compile_update=True`` against the same N seeds eager (separate runs each, on
+    ``--workers`` processes), scored like ``equivalence``; P(compiled > eager) with its 95 % CI."""
+    from lit_sb3.zoo.stats import improvement_intervals
+
+    seeds = list(range(args.seed_offset, args.seed_offset + args.seeds))
+    env_id, _, kwargs, default_steps = EQUIVALENCE["sac"]
+    timesteps = args.timesteps or default_steps
+    print(f"compiled: SAC {env_id}, {len(seeds)} seeds, {timesteps} env steps per seed, {kwargs}; compile_update=True "
+          f"against eager; score = mean return of {args.eval_episodes} deterministic episodes")  # fmt: skip
+    scores: dict[str, list[float]] = {}
+    walls: dict[str, float] = {}
+    for arm in ("eager", "compiled"):
+        t0 = time.time()
+        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+            n = len(seeds)
+            scores[arm] = list(pool.map(_separate_run, ["sac"] * n, seeds, [timesteps] * n, [args.eval_episodes] * n,
+                                        [arm == "compiled"] * n))  # fmt: skip
+        walls[arm] = time.time() - t0
+    for s, c, e in zip(seeds, scores["compiled"], scores["eager"]):
+        print(f"  seed {s:3d}: compiled {c:9.1f} | eager {e:9.1f}")
+    interval = improvement_intervals({k: np.asarray(v)[:, None] for k, v in scores.items()}, reps=args.reps, seed=0)[
+        ("compiled", "eager")
+    ]
+    print(f"  mean ± std: compiled {np.mean(scores['compiled']):.1f} ± {np.std(scores['compiled']):.1f} | eager "
+          f"{np.mean(scores['eager']):.1f} ± {np.std(scores['eager']):.1f}")  # fmt: skip
+    print(f"  P(compiled > eager) = {interval.point:.2f}  95% CI [{interval.low:.2f}, {interval.high:.2f}]  (wall: "
+          f"compiled {walls['compiled']:.0f} s, eager {walls['eager']:.0f} s on {args.workers} workers)")  # fmt: skip
+    return {"sac": {"env": env_id, "timesteps": timesteps, "seeds": seeds, **scores,
+                    "p_improvement": [interval.point, interval.low, interval.high], "wall_s": walls}}  # fmt: skip
 
 
 # ----------------------------------------------------------------------
@@ -537,6 +607,12 @@ def main(argv: list[str] | None = None) -> None:
         help="hidden widths of the off-policy algorithms, e.g. 256,256; repeat it for a sweep (default: the table's)",
     )
     tp.add_argument("--json", default=None)
+    tp.add_argument(
+        "--write-table",
+        default=None,
+        metavar="YAML",
+        help="update bench run --seed-batch auto's efficiency table (benchmarks/seed_batch.yml) with the measured rows",
+    )
     eq = sub.add_parser("equivalence", help="final returns, N seeds batched vs separate")
     eq.add_argument("--algos", default="ppo,sac,trpo,tqc")
     eq.add_argument("--seeds", type=int, default=10)
@@ -546,6 +622,14 @@ def main(argv: list[str] | None = None) -> None:
     eq.add_argument("--workers", type=int, default=2, help="processes for the separate runs")
     eq.add_argument("--reps", type=int, default=2000, help="bootstrap replications")
     eq.add_argument("--json", default=None)
+    ce = sub.add_parser("compiled", help="learning: N SAC seeds with compile_update=True vs the same N eager")
+    ce.add_argument("--seeds", type=int, default=10)
+    ce.add_argument("--seed-offset", type=int, default=0)
+    ce.add_argument("--timesteps", type=int, default=None, help="env steps per seed (default: the SAC equivalence's)")
+    ce.add_argument("--eval-episodes", type=int, default=10)
+    ce.add_argument("--workers", type=int, default=2, help="processes per arm")
+    ce.add_argument("--reps", type=int, default=2000, help="bootstrap replications")
+    ce.add_argument("--json", default=None)
     cp = sub.add_parser("compile", help="the batched SAC/TD3 update, eager vs torch.compile")
     cp.add_argument("--algos", default="sac,td3")
     cp.add_argument("--k", type=int, default=8)
@@ -578,7 +662,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "_worker":
         _worker(args)
         return
-    if args.command != "gpu":
+    if args.command not in ("gpu", "compiled"):
         args.algos = [a.strip().lower() for a in args.algos.split(",") if a.strip()]
         known: Any = {"throughput": THROUGHPUT, "equivalence": EQUIVALENCE}.get(args.command, OFF_POLICY)
         unknown = [a for a in args.algos if a not in known]
@@ -589,6 +673,7 @@ def main(argv: list[str] | None = None) -> None:
         "compile": compile_update,
         "update": update_scaling,
         "equivalence": equivalence,
+        "compiled": compiled_equivalence,
         "gpu": gpu,
     }
     table = commands[args.command](args)

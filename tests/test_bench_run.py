@@ -194,9 +194,11 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path, monkeypat
     uri = _store(in_tmp_path, mlflow_template)
     tmp = in_tmp_path / "tmp"  # the temp folder of both bench runs: the killed one leaves its job logs there
     tmp.mkdir()
+    # --seed-batch 1: the test kills the grid while one job has finished and the next is running, which needs the
+    # seeds as separate jobs one after another (the default, auto, would train the three as one batch)
     argv = ["run", "--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "3", "--jobs", "1", "--tracking-uri", uri,
             "--experiment", "killed", "--n-timesteps", "10000", "--eval-freq", "1000", "--eval-episodes", "2",
-            "--hyperparams", "n_steps=8"]  # fmt: skip
+            "--hyperparams", "n_steps=8", "--seed-batch", "1"]  # fmt: skip
     marker = f"BENCH_TEST_MARKER={uuid.uuid4().hex}"
     env = {
         **os.environ,

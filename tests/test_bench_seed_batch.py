@@ -81,9 +81,11 @@ def test_bad_seed_batch_is_one_line_before_anything(value: str, in_tmp_path: Pat
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     if value == "two":
-        assert err == ["bench run: error: argument --seed-batch: invalid int value: 'two' (see bench run --help)"]
+        assert err == [
+            "bench run: error: argument --seed-batch: expected 'auto' or an integer >= 1, got 'two' (see bench run --help)"
+        ]
     else:
-        assert err == [f"bench run: error: --seed-batch must be an integer >= 1, got {value}"]
+        assert err == [f"bench run: error: --seed-batch must be 'auto' or an integer >= 1, got {value}"]
     assert _runs(uri, "bad", None) == []
 
 

@@ -51,6 +51,8 @@ class DDPG(TD3):
         seed: random seed.
         device: torch device.
         _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
+        compile_update: run each gradient step (losses, backward, optimiser steps, target update) through
+            ``torch.compile`` (opt-in; the first update pays the compilation; same random streams as eager).
     """
 
     zoo_name: ClassVar[str] = "ddpg"
@@ -81,6 +83,7 @@ class DDPG(TD3):
         seed: int | None = None,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
+        compile_update: bool = False,
     ) -> None:
         super().__init__(
             policy=policy,
@@ -104,6 +107,7 @@ class DDPG(TD3):
             device=device,
             _init_setup_model=False,
             seed=seed,
+            compile_update=compile_update,
             # TD3 without its tricks
             policy_delay=1,
             target_noise_clip=0.0,

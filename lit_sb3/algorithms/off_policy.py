@@ -154,6 +154,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     min_env_steps_per_training_step: ClassVar[int] = 32
 
     actor: th.nn.Module
+    # opt-in: run the algorithm's `_gradient_step` through torch.compile (SAC, TD3, DDPG take it as an argument)
+    compile_update: bool = False
 
     def __init__(
         self,
@@ -530,6 +532,33 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._end_cycle()
             if self._should_end_training_step(collected):
                 return None
+
+    def _update_step(self) -> Any:
+        """The callable that runs one gradient step (``self._gradient_step``): the method itself, or with
+        ``compile_update=True`` the same method through ``torch.compile`` (inductor, static shapes), built once.
+
+        The compiled step draws its random numbers from the same streams as the eager one (inductor's
+        ``fallback_random``), so it computes what the eager step computes up to float reassociation. Where
+        torch.compile cannot trace a part (the backward calls, a per-seed optimiser step), that part runs eagerly
+        between compiled graphs; where it fails to compile at all, ``suppress_errors`` runs the step eagerly.
+        """
+        if not self.compile_update:
+            return self._gradient_step
+        compiled = self.__dict__.get("_compiled_step")
+        if compiled is None:
+            compiled = th.compile(self._gradient_step, dynamic=False, options={"fallback_random": True})
+            self.__dict__["_compiled_step"] = compiled
+
+        def step(*args: Any) -> Any:
+            with th._dynamo.config.patch(suppress_errors=True):
+                return compiled(*args)
+
+        return step
+
+    def _gradient_step(self, *args: Any) -> Any:
+        """One gradient step on a sampled minibatch, optimiser steps included (algorithms that compile their
+        update implement it; see :meth:`_update_step`)."""
+        raise NotImplementedError(f"{self.__class__.__name__} does not define a compilable `_gradient_step`.")
 
     def train(self, gradient_steps: int | bool = True, batch_size: int = 100) -> Any:
         """The algorithm's update (``gradient_steps`` steps); ``train(True/False)`` sets nn.Module's mode.

@@ -95,6 +95,8 @@ class SAC(OffPolicyAlgorithm):
         seed: random seed.
         device: torch device.
         _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
+        compile_update: run each gradient step (losses, backward, optimiser steps, target update) through
+            ``torch.compile`` (opt-in; the first update pays the compilation; same random streams as eager).
     """
 
     zoo_name: ClassVar[str] = "sac"
@@ -143,6 +145,7 @@ class SAC(OffPolicyAlgorithm):
         seed: int | None = None,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
+        compile_update: bool = False,
     ) -> None:
         super().__init__(
             policy,
@@ -187,6 +190,9 @@ class SAC(OffPolicyAlgorithm):
         self.ent_coef = ent_coef
         self.target_update_interval = target_update_interval
         self.ent_coef_optimizer: th.optim.Optimizer | None = None
+        if not isinstance(compile_update, bool):
+            raise ValueError(f"compile_update must be True or False, got {compile_update!r}.")
+        self.compile_update = compile_update
         self.tensorboard_log = tensorboard_log
         self._init_env_and_model(env, _init_setup_model)
 
@@ -257,6 +263,72 @@ class SAC(OffPolicyAlgorithm):
         else:
             self.ent_coef_optimizer.step(mask)  # a per-seed optimiser: only the due seeds step
 
+    def _gradient_step(
+        self, data: Any, active: th.Tensor | None, update_target: bool
+    ) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor | None]:
+        """One SAC gradient step on a sampled minibatch: entropy coefficient, critic, actor, target update
+        (the optimiser steps included: the unit :meth:`_update_step` compiles).
+
+        Args:
+            data: the minibatch (``[batch, ...]`` tensors, ``[K, batch, ...]`` at K > 1).
+            active: ``[K]`` bool of the seeds taking the update (None: all).
+            update_target: soft-update the target critics after this step.
+
+        Returns:
+            The detached critic loss, actor loss, entropy coefficient and entropy-coefficient loss (None when alpha
+            is fixed), each a scalar (``[K]`` at K > 1).
+        """
+        actor, critic, critic_target = self.actor, self.critic, self.critic_target
+        n_critics, k = critic.n_critics, self.n_seeds
+        # n-step returns carry their own discount gamma ** k
+        discounts = data.discounts if data.discounts is not None else self.gamma
+
+        # actions of the current policy (reparametrised) for the sampled states
+        actions_pi, log_prob = actor.action_log_prob(data.observations)
+        log_prob = log_prob.unsqueeze(-1)
+
+        # entropy coefficient: minimise -log(alpha) * (log_prob + target_entropy)
+        ent_coef_losses: list[th.Tensor] = []
+        if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
+            ent_coef = th.exp(self.log_ent_coef.detach())
+            self._update_ent_coef(log_prob, ent_coef_losses)
+        else:
+            ent_coef = self.ent_coef_tensor
+        logged_ent_coef = ent_coef.reshape(()) if k == 1 else ent_coef.expand(k)
+        if k > 1:
+            ent_coef = ent_coef.view(-1, 1, 1)  # one alpha per seed
+
+        # critic target: r + gamma * (1 - done) * (min_i Q_target_i(s', a') - alpha * log pi(a'|s'))
+        with th.no_grad():
+            next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
+            next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=-3).values
+            next_q_values = next_q_values - ent_coef * next_log_prob.unsqueeze(-1)
+            target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
+
+        # critic loss: 0.5 * sum_i MSE(Q_i(s, a), target), all critics in one batched call
+        current_q_values = critic.forward_stacked(data.observations, data.actions)  # [(K,) n_critics, batch, 1]
+        target_q_values = target_q_values.unsqueeze(-3).expand_as(current_q_values)
+        critic_loss = 0.5 * n_critics * seed_mse(current_q_values, target_q_values, k)
+        critic.optimizer.zero_grad(set_to_none=True)
+        self._backward(masked_seed_sum(critic_loss, active))
+        critic.optimizer.step()
+
+        # actor loss: alpha * log pi(a|s) - min_i Q_i(s, a), a ~ pi (gradients into the actor only)
+        min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=-3).values
+        actor_loss = seed_mean(ent_coef * log_prob - min_qf_pi, k)
+        actor.optimizer.zero_grad(set_to_none=True)
+        self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
+        actor.optimizer.step()
+
+        # soft update of the target critics
+        if update_target:
+            with th.no_grad():
+                th._foreach_lerp_(self._critic_target_params, self._critic_params, self.tau)
+                for stat, stat_target in zip(self._bn_stats, self._bn_stats_target):
+                    stat_target.copy_(stat)
+        ent_coef_loss = ent_coef_losses[0] if ent_coef_losses else None
+        return critic_loss.detach(), actor_loss.detach(), logged_ent_coef, ent_coef_loss
+
     def train(self, gradient_steps: int | bool = True, batch_size: int = 64) -> Any:
         """SAC update: ``gradient_steps`` steps of entropy-coefficient, critic and actor updates.
 
@@ -276,63 +348,23 @@ class SAC(OffPolicyAlgorithm):
         if self.ent_coef_optimizer is not None:
             optimizers.append(self.ent_coef_optimizer)
         self._update_learning_rate(optimizers)
-        actor, critic, critic_target = self.actor, self.critic, self.critic_target
-        n_critics, k, active = critic.n_critics, self.n_seeds, self._active_mask()
+        actor, k, active = self.actor, self.n_seeds, self._active_mask()
 
+        step = self._update_step()
         ent_coef_losses, ent_coefs, actor_losses, critic_losses = [], [], [], []
         for gradient_step in range(gradient_steps):
             data = self._sample_replay(batch_size)
-            # n-step returns carry their own discount gamma ** k
-            discounts = data.discounts if data.discounts is not None else self.gamma
-
             # log_std may have changed since the last step: resample the gSDE noise
             if self.use_sde:
                 actor.reset_noise()
-
-            # actions of the current policy (reparametrised) for the sampled states
-            actions_pi, log_prob = actor.action_log_prob(data.observations)
-            log_prob = log_prob.unsqueeze(-1)
-
-            # entropy coefficient: minimise -log(alpha) * (log_prob + target_entropy)
-            if self.ent_coef_optimizer is not None and self.log_ent_coef is not None:
-                ent_coef = th.exp(self.log_ent_coef.detach())
-                self._update_ent_coef(log_prob, ent_coef_losses)
-            else:
-                ent_coef = self.ent_coef_tensor
-            ent_coefs.append(ent_coef.reshape(()) if k == 1 else ent_coef.expand(k))
-            if k > 1:
-                ent_coef = ent_coef.view(-1, 1, 1)  # one alpha per seed
-
-            # critic target: r + gamma * (1 - done) * (min_i Q_target_i(s', a') - alpha * log pi(a'|s'))
-            with th.no_grad():
-                next_actions, next_log_prob = actor.action_log_prob(data.next_observations)
-                next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=-3).values
-                next_q_values = next_q_values - ent_coef * next_log_prob.unsqueeze(-1)
-                target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
-
-            # critic loss: 0.5 * sum_i MSE(Q_i(s, a), target), all critics in one batched call
-            current_q_values = critic.forward_stacked(data.observations, data.actions)  # [(K,) n_critics, batch, 1]
-            target_q_values = target_q_values.unsqueeze(-3).expand_as(current_q_values)
-            critic_loss = 0.5 * n_critics * seed_mse(current_q_values, target_q_values, k)
-            critic_losses.append(critic_loss.detach())
-            critic.optimizer.zero_grad(set_to_none=True)
-            self._backward(masked_seed_sum(critic_loss, active))
-            critic.optimizer.step()
-
-            # actor loss: alpha * log pi(a|s) - min_i Q_i(s, a), a ~ pi (gradients into the actor only)
-            min_qf_pi = critic.forward_stacked(data.observations, actions_pi).min(dim=-3).values
-            actor_loss = seed_mean(ent_coef * log_prob - min_qf_pi, k)
-            actor_losses.append(actor_loss.detach())
-            actor.optimizer.zero_grad(set_to_none=True)
-            self._backward(masked_seed_sum(actor_loss, active), inputs=self._actor_params)
-            actor.optimizer.step()
-
-            # soft update of the target critics
-            if gradient_step % self.target_update_interval == 0:
-                with th.no_grad():
-                    th._foreach_lerp_(self._critic_target_params, self._critic_params, self.tau)
-                    for stat, stat_target in zip(self._bn_stats, self._bn_stats_target):
-                        stat_target.copy_(stat)
+            critic_loss, actor_loss, ent_coef, ent_coef_loss = step(
+                data, active, gradient_step % self.target_update_interval == 0
+            )
+            critic_losses.append(critic_loss)
+            actor_losses.append(actor_loss)
+            ent_coefs.append(ent_coef)
+            if ent_coef_loss is not None:
+                ent_coef_losses.append(ent_coef_loss)
 
         self._n_updates += gradient_steps
         self.record("train/n_updates", self._n_updates)

@@ -746,6 +746,37 @@ class SeedDimensionMixin:
         if saved["seed_cycles"] is not None:
             self._seed_cycles = saved["seed_cycles"].numpy().astype(np.int64)
 
+    def predict_stacked(self, observation: Any, deterministic: bool = True) -> np.ndarray:
+        """Actions ``[K, n_envs, ...]`` of all K seeds for observations ``[K, n_envs, ...]`` in one call of the
+        stacked policy (no member is extracted): what ``member(i).predict(observation[i], deterministic)`` returns
+        for each seed, up to float reassociation (one ``baddbmm`` for K seeds against each seed's ``addmm``). For
+        policies without recurrent state or action masks (their callers check).
+
+        Args:
+            observation: the K seeds' batches of observations (a dict of such arrays for dict spaces).
+            deterministic: the mode instead of a sample.
+        """
+        from gymnasium import spaces
+
+        from lit_sb3.algorithms.on_policy import obs_as_tensor
+
+        policy = self.policy  # type: ignore[attr-defined]
+        if policy.training:
+            policy.set_training_mode(False)
+        with th.inference_mode():
+            actions_t = policy._predict(obs_as_tensor(observation, self.device), deterministic=deterministic)  # type: ignore[attr-defined]
+        if actions_t.dtype in (th.bfloat16, th.float16):
+            actions_t = actions_t.float()
+        action_space = self.action_space  # type: ignore[attr-defined]
+        first = observation[next(iter(observation))] if isinstance(observation, dict) else observation
+        actions = actions_t.cpu().numpy().reshape((first.shape[0], first.shape[1], *action_space.shape))
+        if isinstance(action_space, spaces.Box):
+            if policy.squash_output:
+                actions = policy.unscale_action(actions)
+            else:
+                actions = np.clip(actions, action_space.low, action_space.high)
+        return actions
+
     def predict(
         self,
         observation: Any,

@@ -65,6 +65,8 @@ class TD3(OffPolicyAlgorithm):
         seed: random seed.
         device: torch device.
         _init_setup_model: build the networks at once when ``env`` is given (SB3's default); else at the first fit.
+        compile_update: run each gradient step (losses, backward, optimiser steps, target update) through
+            ``torch.compile`` (opt-in; the first update pays the compilation; same random streams as eager).
     """
 
     zoo_name: ClassVar[str] = "td3"
@@ -111,6 +113,7 @@ class TD3(OffPolicyAlgorithm):
         seed: int | None = None,
         device: th.device | str = "auto",
         _init_setup_model: bool = True,
+        compile_update: bool = False,
     ) -> None:
         super().__init__(
             policy,
@@ -145,6 +148,9 @@ class TD3(OffPolicyAlgorithm):
         self.policy_delay = policy_delay
         self.target_noise_clip = target_noise_clip
         self.target_policy_noise = target_policy_noise
+        if not isinstance(compile_update, bool):
+            raise ValueError(f"compile_update must be True or False, got {compile_update!r}.")
+        self.compile_update = compile_update
         self.tensorboard_log = tensorboard_log
         self._init_env_and_model(env, _init_setup_model)
 
@@ -176,6 +182,64 @@ class TD3(OffPolicyAlgorithm):
     def _optimizers_to_save(self) -> dict[str, th.optim.Optimizer]:
         return {"actor.optimizer": self.actor.optimizer, "critic.optimizer": self.critic.optimizer}
 
+    def _gradient_step(
+        self, data: Any, active: th.Tensor | None, actor_due: bool, actor_mask: th.Tensor | None
+    ) -> tuple[th.Tensor, th.Tensor | None]:
+        """One TD3 gradient step on a sampled minibatch: the critic step and, when due, the actor step and the
+        soft updates (the optimiser steps included: the unit :meth:`_update_step` compiles).
+
+        Args:
+            data: the minibatch (``[batch, ...]`` tensors, ``[K, batch, ...]`` at K > 1).
+            active: ``[K]`` bool of the seeds taking the update (None: all).
+            actor_due: the delayed actor step is due at this update.
+            actor_mask: ``[K]`` bool of the seeds whose own update count makes it due (None: every seed taking
+                the update).
+
+        Returns:
+            The detached critic loss and actor loss (None when the actor step was not due).
+        """
+        actor, actor_target, critic, critic_target = self.actor, self.actor_target, self.critic, self.critic_target
+        n_critics, k = critic.n_critics, self.n_seeds
+        discounts = data.discounts if data.discounts is not None else self.gamma
+
+        # target: r + gamma * (1 - done) * min_i Q_target_i(s', clip(mu_target(s') + clip(eps, -c, c), -1, 1))
+        with th.no_grad():
+            next_actions = actor_target(data.next_observations)
+            if self.target_policy_noise > 0 and self.target_noise_clip > 0:
+                noise = seed_randn_like(data.actions, self.seed_generators).mul_(self.target_policy_noise)
+                noise = noise.clamp_(-self.target_noise_clip, self.target_noise_clip)
+                next_actions = (next_actions + noise).clamp(-1, 1)
+            next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=-3).values
+            target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
+
+        # critic loss: sum_i MSE(Q_i(s, a), target), all critics in one batched call
+        current_q_values = critic.forward_stacked(data.observations, data.actions)  # [(K,) n_critics, batch, 1]
+        target_q_values = target_q_values.unsqueeze(-3).expand_as(current_q_values)
+        critic_loss = n_critics * seed_mse(current_q_values, target_q_values, k)
+        critic.optimizer.zero_grad(set_to_none=True)
+        self._backward(masked_seed_sum(critic_loss, active))
+        critic.optimizer.step()
+        if not actor_due:
+            return critic_loss.detach(), None
+
+        # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets
+        mask = active if actor_mask is None else actor_mask
+        actor_loss = -seed_mean(critic.q1_forward(data.observations, actor(data.observations)), k)
+        actor.optimizer.zero_grad(set_to_none=True)
+        self._backward(masked_seed_sum(actor_loss, mask), inputs=self._actor_params)
+        if actor_mask is None:
+            actor.optimizer.step()
+            with th.no_grad():
+                th._foreach_lerp_(self._target_params, self._source_params, self.tau)
+                for stat, stat_target in zip(self._bn_stats, self._bn_stats_target):
+                    stat_target.copy_(stat)
+        else:
+            actor.optimizer.step(mask)  # a per-seed optimiser (seeds sit out): only the due seeds step
+            with th.no_grad():
+                masked_seed_lerp_(self._target_params, self._source_params, self.tau, mask)
+                masked_seed_lerp_(self._bn_stats_target, self._bn_stats, 1.0, mask)
+        return critic_loss.detach(), actor_loss.detach()
+
     def train(self, gradient_steps: int | bool = True, batch_size: int = 100) -> Any:
         """TD3 update: critic steps, and every ``policy_delay`` of them an actor step and the soft updates.
 
@@ -188,57 +252,24 @@ class TD3(OffPolicyAlgorithm):
         assert self.replay_buffer is not None
         self._set_policy_training_mode(True)
         self._update_learning_rate([self.actor.optimizer, self.critic.optimizer])
-        actor, actor_target, critic, critic_target = self.actor, self.actor_target, self.critic, self.critic_target
-        n_critics, k, active = critic.n_critics, self.n_seeds, self._active_mask()
-        add_target_noise = self.target_policy_noise > 0 and self.target_noise_clip > 0
+        k, active = self.n_seeds, self._active_mask()
+        step = self._update_step()
 
         actor_losses, critic_losses, actor_due = [], [], []
         for _ in range(gradient_steps):
             self._n_updates += 1
             data = self._sample_replay(batch_size)
-            discounts = data.discounts if data.discounts is not None else self.gamma
-
-            # target: r + gamma * (1 - done) * min_i Q_target_i(s', clip(mu_target(s') + clip(eps, -c, c), -1, 1))
-            with th.no_grad():
-                next_actions = actor_target(data.next_observations)
-                if add_target_noise:
-                    noise = seed_randn_like(data.actions, self.seed_generators).mul_(self.target_policy_noise)
-                    noise = noise.clamp_(-self.target_noise_clip, self.target_noise_clip)
-                    next_actions = (next_actions + noise).clamp(-1, 1)
-                next_q_values = critic_target.forward_stacked(data.next_observations, next_actions).min(dim=-3).values
-                target_q_values = data.rewards + (1 - data.dones) * discounts * next_q_values
-
-            # critic loss: sum_i MSE(Q_i(s, a), target), all critics in one batched call
-            current_q_values = critic.forward_stacked(data.observations, data.actions)  # [(K,) n_critics, batch, 1]
-            target_q_values = target_q_values.unsqueeze(-3).expand_as(current_q_values)
-            critic_loss = n_critics * seed_mse(current_q_values, target_q_values, k)
-            critic_losses.append(critic_loss.detach())
-            critic.optimizer.zero_grad(set_to_none=True)
-            self._backward(masked_seed_sum(critic_loss, active))
-            critic.optimizer.step()
-
-            # delayed policy update: maximise Q_1(s, mu(s)), then soft-update actor and critic targets; K seeds
-            # on their own update counts ([K], train_freq in episodes) take it when their own count is due (`seeds`:
-            # [K] bool), the other seeds' actors, Adam states and targets stay as they are
+            # delayed policy update: K seeds on their own update counts ([K], train_freq in episodes) take it when
+            # their own count is due (`seeds`: [K] bool), the other seeds' actors, Adam states and targets stay
             due, seeds = (True, None) if self.policy_delay == 1 else self._due(self.policy_delay)
-            if due:
-                mask = active if seeds is None else self._active_mask(seeds)
-                actor_loss = -seed_mean(critic.q1_forward(data.observations, actor(data.observations)), k)
-                actor_losses.append(actor_loss.detach())
-                actor.optimizer.zero_grad(set_to_none=True)
-                self._backward(masked_seed_sum(actor_loss, mask), inputs=self._actor_params)
-                if seeds is None:
-                    actor.optimizer.step()
-                    with th.no_grad():
-                        th._foreach_lerp_(self._target_params, self._source_params, self.tau)
-                        for stat, stat_target in zip(self._bn_stats, self._bn_stats_target):
-                            stat_target.copy_(stat)
-                else:
-                    actor_due.append(seeds)
-                    actor.optimizer.step(mask)  # a per-seed optimiser (seeds sit out): only the due seeds step
-                    with th.no_grad():
-                        masked_seed_lerp_(self._target_params, self._source_params, self.tau, mask)
-                        masked_seed_lerp_(self._bn_stats_target, self._bn_stats, 1.0, mask)
+            actor_mask = None
+            if due and seeds is not None:
+                actor_mask = self._active_mask(seeds)
+                actor_due.append(seeds)
+            critic_loss, actor_loss = step(data, active, bool(due), actor_mask)
+            critic_losses.append(critic_loss)
+            if actor_loss is not None:
+                actor_losses.append(actor_loss)
 
         self.record("train/n_updates", self._n_updates)
         if actor_due:  # each seed's mean over its own delayed steps

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -17,7 +17,7 @@ from lit_sb3.vec_env.dummy_vec_env import DummyVecEnv
 from lit_sb3.vec_env.util import is_vecenv_wrapped
 from lit_sb3.vec_env.vec_monitor import VecMonitor
 
-__all__ = ["evaluate_policy"]
+__all__ = ["evaluate_policy", "evaluate_seeds"]
 
 
 def evaluate_policy(
@@ -146,3 +146,81 @@ def evaluate_policy(
     if return_episode_rewards:
         return episode_rewards, episode_lengths
     return mean_reward, std_reward
+
+
+class _EpisodeTally:
+    """:func:`evaluate_policy`'s episode bookkeeping for one VecEnv: episodes split evenly over its sub-envs,
+    returns and lengths from Monitor's ``info["episode"]`` where the env is Monitor-wrapped."""
+
+    def __init__(self, env: VecEnv, n_eval_episodes: int) -> None:
+        self.monitored = is_vecenv_wrapped(env, VecMonitor) or env.env_is_wrapped(Monitor)[0]
+        n_envs = env.num_envs
+        self.counts = np.zeros(n_envs, dtype="int")
+        self.targets = np.array([(n_eval_episodes + i) // n_envs for i in range(n_envs)], dtype="int")
+        self.current_rewards = np.zeros(n_envs)
+        self.current_lengths = np.zeros(n_envs, dtype="int")
+        self.rewards: list[float] = []
+        self.lengths: list[int] = []
+
+    @property
+    def running(self) -> bool:
+        return bool((self.counts < self.targets).any())
+
+    def add(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]) -> None:
+        self.current_rewards += rewards
+        self.current_lengths += 1
+        for i in range(len(dones)):
+            if self.counts[i] >= self.targets[i] or not dones[i]:
+                continue
+            if self.monitored:  # only Monitor's "episode" marks a true episode end (not e.g. a lost life)
+                if "episode" in infos[i]:
+                    self.rewards.append(float(infos[i]["episode"]["r"]))
+                    self.lengths.append(int(infos[i]["episode"]["l"]))
+                    self.counts[i] += 1
+            else:
+                self.rewards.append(float(self.current_rewards[i]))
+                self.lengths.append(int(self.current_lengths[i]))
+                self.counts[i] += 1
+            self.current_rewards[i] = 0
+            self.current_lengths[i] = 0
+
+
+def evaluate_seeds(
+    predict: Callable[[Any], np.ndarray],
+    envs: Sequence[VecEnv],
+    n_eval_episodes: int = 10,
+) -> list[tuple[list[float], list[int]]]:
+    """Evaluate K policies on their K VecEnvs in lockstep: one ``predict`` call per step for all of them.
+
+    Each env gets what :func:`evaluate_policy` gives it (episodes split evenly over its sub-envs, Monitor's episode
+    returns, stepped until its own episodes are complete and no further), so seed i's returns are those of
+    ``evaluate_policy(policy_i, envs[i], n_eval_episodes, return_episode_rewards=True)`` when ``predict`` returns
+    policy i's actions at index i. All envs must have the same number of sub-envs.
+
+    Args:
+        predict: observations ``[K, n_envs, ...]`` (a dict of such arrays for dict spaces) -> actions
+            ``[K, n_envs, ...]`` (e.g. a seed batch's :meth:`~lit_sb3.algorithms.seed_dim.SeedDimensionMixin.predict_stacked`).
+        envs: the K evaluation VecEnvs.
+        n_eval_episodes: episodes per env.
+
+    Returns:
+        Per env, its ``(episode returns, episode lengths)``.
+    """
+    if isinstance(n_eval_episodes, bool) or not isinstance(n_eval_episodes, (int, np.integer)) or n_eval_episodes < 1:
+        raise ValueError(f"n_eval_episodes must be a positive integer, got {n_eval_episodes!r}.")
+    if not envs or len({env.num_envs for env in envs}) != 1:
+        raise ValueError(f"evaluate_seeds needs K >= 1 VecEnvs with the same number of sub-envs, got {len(envs)}.")
+    tallies = [_EpisodeTally(env, n_eval_episodes) for env in envs]
+    observations = [env.reset() for env in envs]
+    while any(t.running for t in tallies):
+        if isinstance(observations[0], dict):
+            stacked: Any = {key: np.stack([obs[key] for obs in observations]) for key in observations[0]}
+        else:
+            stacked = np.stack(observations)
+        actions = predict(stacked)
+        for i, (env, tally) in enumerate(zip(envs, tallies)):
+            if not tally.running:
+                continue  # its episodes are complete: evaluate_policy would have stopped stepping it
+            observations[i], rewards, dones, infos = env.step(actions[i])
+            tally.add(rewards, dones, infos)
+    return [(t.rewards, t.lengths) for t in tallies]

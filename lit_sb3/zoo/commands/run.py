@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, finite_float
+from lit_sb3.zoo.seed_batching import AUTO, parse_seed_batch
 
 __all__ = ["add_parser", "run"]
 
@@ -79,10 +80,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "on-policy every ~1,024 env steps, off-policy every 4 episodes (SB3's)",
     )
     p.add_argument("--torch-threads", type=int, default=1, metavar="N", help="torch threads per job (default 1)")
-    p.add_argument("--seed-batch", type=int, default=1, metavar="K",
+    p.add_argument("--seed-batch", type=parse_seed_batch, default=AUTO, metavar="K|auto",
                    help="train up to K unfinished seeds of one algo x env together, as one seed-batched model in one "
                    "process (one --jobs slot, one Ray task); each seed keeps its own run; a config the library cannot "
-                   "batch runs its K seeds one after the other there (default 1: a process per seed)")  # fmt: skip
+                   "batch runs its K seeds one after the other there. Default auto: K per algo and env family from "
+                   "the measured efficiency table (benchmarks/seed_batch.yml), said in the plan; 1: a process per "
+                   "seed")  # fmt: skip
     p.add_argument("--launcher", default="local", help="where jobs run: local (default) or ray")
     p.add_argument("--ray-address", default=None, metavar="auto|HOST:PORT",
                    help="--launcher ray: the Ray cluster to use (default: start a local Ray instance)")  # fmt: skip
@@ -159,7 +162,7 @@ def _command_line(args: argparse.Namespace) -> str:
         argv += ["--device", args.device]
     if args.torch_threads != 1:
         argv += ["--torch-threads", str(args.torch_threads)]
-    if getattr(args, "seed_batch", 1) != 1:
+    if getattr(args, "seed_batch", AUTO) != AUTO:
         argv += ["--seed-batch", str(args.seed_batch)]
     for cfg in args.config:
         argv += ["--config", cfg]
@@ -205,8 +208,8 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         raise BenchError(f"--jobs must be >= 1, got {args.jobs}")
     if args.timeout is not None and args.timeout <= 0:
         raise BenchError(f"--timeout must be > 0, got {args.timeout:g}")
-    if args.seed_batch < 1:
-        raise BenchError(f"--seed-batch must be an integer >= 1, got {args.seed_batch}")
+    if args.seed_batch != AUTO and args.seed_batch < 1:
+        raise BenchError(f"--seed-batch must be 'auto' or an integer >= 1, got {args.seed_batch}")
     if args.launcher != "local":
         from lit_sb3.zoo.launchers import get_launcher
 
@@ -269,17 +272,28 @@ def _impls(args: argparse.Namespace) -> tuple[list[str], int]:
     return list(dict.fromkeys(impls)), DEFAULT_EVAL_SEED_OFFSET if offset is None else int(offset)
 
 
-def _seed_batch_units(todo: Sequence[Any], size: int) -> list[Any]:
+def _seed_batch_units(todo: Sequence[Any], size: int | str, workers: int | None = None) -> list[Any]:
     """The jobs to run grouped into seed batches (:func:`~lit_sb3.zoo.jobs.seed_batches`), with one line saying
-    how many.
+    how many (``auto``: :func:`~lit_sb3.zoo.seed_batching.auto_seed_batches`, one line per algo x env saying which
+    K and why).
 
     Args:
         todo: the jobs to run.
-        size: ``--seed-batch``.
+        size: ``--seed-batch`` (an integer >= 1 or ``"auto"``).
+        workers: parallel worker slots (``--jobs``; default: the number of CPUs), for ``auto``.
     """
+    import os
+
     from lit_sb3.zoo.jobs import seed_batches
 
-    units = seed_batches(todo, size)
+    if size == AUTO:
+        from lit_sb3.zoo.seed_batching import auto_seed_batches
+
+        units, lines = auto_seed_batches(todo, workers or os.cpu_count() or 1)
+        for line in lines:
+            print(line, flush=True)
+    else:
+        units = seed_batches(todo, int(size))
     n_batches = sum(len(u) > 1 for u in units)
     if n_batches:
         n_seeds = sum(len(u) for u in units if len(u) > 1)
@@ -490,7 +504,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
     finished = tracking.finished_job_ids()
     if args.dry_run:
         _print_plan(jobs, skipped, finished, experiment, uri)
-        _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch)
+        _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch, args.jobs)
         return 0
     active = _claim_store(tracking, skipped)
     todo = [j for j in jobs if j.job_id not in finished and j.job_id not in active]
@@ -501,7 +515,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         progress.stop(clear=True)
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
-    units = _seed_batch_units(todo, args.seed_batch)
+    units = _seed_batch_units(todo, args.seed_batch, args.jobs)
     progress.set_jobs(todo, "starting workers")
     from lit_sb3.zoo.launchers import get_launcher
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, finite_float
+from lit_sb3.zoo.seed_batching import AUTO, parse_seed_batch
 
 __all__ = ["add_parser", "run"]
 
@@ -33,8 +34,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--n-evaluations", type=int, default=10, help="periodic evaluations per seed (pruning points)")
     p.add_argument("--eval-episodes", type=int, default=5, help="deterministic episodes per evaluation")
     p.add_argument("--seeds-per-trial", type=int, default=1, help="seeds per trial; the objective is their mean")
-    p.add_argument("--seed-batch", type=int, default=1, metavar="K",
-                   help="train up to K seeds of a trial together as one seed-batched model (default 1: one after "
+    p.add_argument("--seed-batch", type=parse_seed_batch, default=AUTO, metavar="K|auto",
+                   help="train up to K seeds of a trial together as one seed-batched model (default auto: K from the "
+                   "measured efficiency table benchmarks/seed_batch.yml, at most --seeds-per-trial; 1: one after "
                    "the other)")  # fmt: skip
     p.add_argument("--sampler", default="tpe", help="tpe (default), random, cmaes, gp")
     p.add_argument("--pruner", default="median", help="median (default), halving, hyperband, none")
@@ -278,8 +280,10 @@ def run(args: argparse.Namespace) -> int:
     reason = check_pair(algo, env_id)
     if reason is not None:
         raise BenchError(reason)
-    for name in ("n_trials", "n_timesteps", "n_evaluations", "eval_episodes", "seeds_per_trial", "seed_batch", "jobs"):
+    for name in ("n_trials", "n_timesteps", "n_evaluations", "eval_episodes", "seeds_per_trial", "jobs"):
         _positive("--" + name.replace("_", "-"), getattr(args, name))
+    if args.seed_batch != AUTO:
+        _positive("--seed-batch", args.seed_batch)
     _positive("--n-startup-trials", args.n_startup_trials, 0)
     _positive("--n-warmup-evaluations", args.n_warmup_evaluations, 0)
     if args.timeout is not None and args.timeout <= 0:
@@ -309,6 +313,12 @@ def run(args: argparse.Namespace) -> int:
     space, budget_lines = _fit_space(algo, env_id, space, base, eval_freq, int(n_timesteps))
     _check_space(algo, env_id, space, base)
 
+    seed_batch_line = None
+    if args.seed_batch == AUTO:
+        from lit_sb3.zoo.seed_batching import choose_k
+
+        args.seed_batch, why = choose_k(algo, env_id, args.seeds_per_trial)
+        seed_batch_line = f"--seed-batch auto: {args.seeds_per_trial} seed(s) per trial, K={args.seed_batch} ({why})"
     study_name = args.study_name or default_study_name(algo, env_id)
     storage = storage_spec(args.storage, study_name)
     if args.launcher == "ray":
@@ -333,6 +343,8 @@ def run(args: argparse.Namespace) -> int:
           f"per seed (every {eval_freq} steps)", flush=True)  # fmt: skip
     for line in budget_lines:
         print(line, flush=True)
+    if seed_batch_line is not None:
+        print(seed_batch_line, flush=True)
     if done >= args.n_trials:
         print("nothing to run: the study already holds the requested number of trials")
         return _finish(study, output, None, None)

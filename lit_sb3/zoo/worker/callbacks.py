@@ -142,11 +142,26 @@ class JobEvalCallback(EvalCallback):
         self.last_rewards: list[float] = []
         self.last_lengths: list[int] = []
         self._stop_at_next_step = False
+        # (env step, returns, lengths) of an evaluation run in lockstep with other seeds' (SeedsCallback)
+        self.precomputed: tuple[int, list[float], list[int]] | None = None
 
     @property
     def at_boundaries(self) -> bool:
         """True for on-policy models (evaluations at rollout boundaries)."""
         return hasattr(self.model, "rollout_buffer")
+
+    def due_at(self, num_timesteps: int, boundary: bool) -> bool:
+        """Whether this callback evaluates at ``num_timesteps``: at an env step (``boundary`` False, off-policy)
+        or at a rollout boundary (on-policy)."""
+        return boundary == self.at_boundaries and not self._stop_at_next_step and num_timesteps >= self.next_eval
+
+    def sync_normalization(self) -> None:
+        """Copy the train env's VecNormalize statistics into the eval env (before an evaluation)."""
+        from lit_sb3.vec_env import sync_envs_normalization
+
+        assert self.model is not None
+        if self.model.get_vec_normalize_env() is not None:
+            sync_envs_normalization(self.training_env, self.eval_env)
 
     def _due(self) -> bool:
         if self.num_timesteps < self.next_eval:
@@ -180,20 +195,22 @@ class JobEvalCallback(EvalCallback):
     def evaluate(self) -> tuple[float, float]:
         """Run the evaluation now; returns ``(mean, std)`` of the episode returns."""
         from lit_sb3.core.evaluation import evaluate_policy
-        from lit_sb3.vec_env import sync_envs_normalization
 
         assert self.model is not None
-        if self.model.get_vec_normalize_env() is not None:
-            sync_envs_normalization(self.training_env, self.eval_env)
-        rewards, lengths = evaluate_policy(
-            self.model,
-            self.eval_env,
-            n_eval_episodes=self.n_eval_episodes,
-            deterministic=True,
-            return_episode_rewards=True,
-            warn=False,
-            use_masking=bool(getattr(self.model, "supports_action_masks", False)),
-        )
+        precomputed, self.precomputed = self.precomputed, None
+        if precomputed is not None and precomputed[0] == self.num_timesteps:
+            rewards, lengths = precomputed[1], precomputed[2]
+        else:
+            self.sync_normalization()
+            rewards, lengths = evaluate_policy(
+                self.model,
+                self.eval_env,
+                n_eval_episodes=self.n_eval_episodes,
+                deterministic=True,
+                return_episode_rewards=True,
+                warn=False,
+                use_masking=bool(getattr(self.model, "supports_action_masks", False)),
+            )
         self.last_rewards, self.last_lengths = list(rewards), list(lengths)  # type: ignore[arg-type]
         mean, std = float(np.mean(rewards)), float(np.std(rewards))
         self.last_mean_reward = mean
@@ -342,13 +359,62 @@ class SeedsCallback(BaseCallback):
     def update_child_locals(self, locals_: dict[str, Any]) -> None:
         pass  # each seed gets its part in _on_step
 
+    def _evaluate_together(self, boundary: bool) -> None:
+        """Run the evaluations due now for two or more running seeds of a seed batch in lockstep, their K eval
+        envs stepped together and their actions from one call of the stacked policy per step
+        (:func:`~lit_sb3.core.evaluation.evaluate_seeds`), and hand each seed's evaluation callback its results;
+        each seed's returns are those its own evaluation would give (up to float reassociation in the stacked
+        policy). Models whose policies the stacked call cannot serve (recurrent state, action masks) evaluate seed
+        by seed as before.
+
+        Args:
+            boundary: called at a rollout boundary (on-policy evaluations) rather than at an env step.
+        """
+        model = self.model
+        if model is None or getattr(model, "n_seeds", 1) < 2 or not _stacked_predict_serves(model):
+            return
+        steps = int(model.num_timesteps)
+        due = []
+        for index, _, callbacks in self.running():
+            eval_cb = next((cb for cb in callbacks if isinstance(cb, JobEvalCallback)), None)
+            if eval_cb is not None and eval_cb.due_at(steps, boundary):
+                due.append((index, eval_cb))
+        if len(due) < 2 or len({cb.n_eval_episodes for _, cb in due}) != 1:
+            return
+        from lit_sb3.core.evaluation import evaluate_seeds
+
+        for _, eval_cb in due:
+            eval_cb.sync_normalization()
+        indices = [index for index, _ in due]
+        n_seeds = int(model.n_seeds)
+
+        def predict(observations: Any) -> np.ndarray:  # the due seeds' observations -> their actions
+            def full(x: np.ndarray) -> np.ndarray:  # the other seeds' rows are zeros (their actions unused)
+                out = np.zeros((n_seeds, *x.shape[1:]), dtype=x.dtype)
+                out[indices] = x
+                return out
+
+            stacked = (
+                {k: full(v) for k, v in observations.items()} if isinstance(observations, dict) else full(observations)
+            )
+            return model.predict_stacked(stacked, deterministic=True)[indices]
+
+        try:
+            results = evaluate_seeds(predict, [cb.eval_env for _, cb in due], due[0][1].n_eval_episodes)
+        except Exception:  # noqa: BLE001 - a seed's eval env raised: evaluate seed by seed (each resets its env),
+            return  # where what fails is that seed's own evaluation
+        for (_, eval_cb), (rewards, lengths) in zip(due, results):
+            eval_cb.precomputed = (steps, rewards, lengths)
+
     def _on_training_start(self) -> None:
         self._each(lambda cb: cb.on_training_start({}, self.globals))
 
     def _on_rollout_start(self) -> None:
+        self._evaluate_together(boundary=True)
         self._each(lambda cb: cb.on_rollout_start())
 
     def _on_step(self) -> bool:
+        self._evaluate_together(boundary=False)
         keep = self._each(lambda cb: cb.on_step(), with_locals=True)
         return keep and bool(self.running())
 
@@ -356,7 +422,25 @@ class SeedsCallback(BaseCallback):
         self._each(lambda cb: cb.on_rollout_end())
 
     def _on_training_end(self) -> None:
+        self._evaluate_together(boundary=True)
         self._each(lambda cb: cb.on_training_end())
+
+
+def _stacked_predict_serves(model: Any) -> bool:
+    """Whether ``model.predict_stacked`` gives each seed what its member's deterministic ``predict`` gives: an
+    on- or off-policy seed batch whose members predict through their policy (not a recurrent or masking
+    ``predict``; DQN's is its policy's when deterministic)."""
+    from lit_sb3.algorithms.dqn import DQN
+    from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
+    from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
+    from lit_sb3.algorithms.ppo_recurrent import RecurrentPPO
+    from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
+
+    if not isinstance(model, (OnPolicyAlgorithm, OffPolicyAlgorithm)) or isinstance(model, RecurrentPPO):
+        return False
+    if getattr(model, "supports_action_masks", False):
+        return False
+    return type(model).predict in (SeedDimensionMixin.predict, DQN.predict)
 
 
 def _seed_locals(locals_: dict[str, Any], index: int, n_seeds: int) -> dict[str, Any]:
