@@ -60,6 +60,20 @@ SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 __all__ = ["BaseAlgorithm"]
 
 
+_COMPILED_PREFIX = "_orig_mod."  # what torch.compile's wrapper puts before the wrapped module's keys
+
+
+def _uncompiled_key(key: str) -> str:
+    """``key`` without ``torch.compile``'s wrapper segments (``policy._orig_mod.x`` -> ``policy.x``), so an archive of
+    a model whose policy was compiled (``model.policy = th.compile(model.policy)``) loads into a plain one."""
+    return key.replace(_COMPILED_PREFIX, "")
+
+
+def _compiled_names(state: dict[str, Any]) -> dict[str, str]:
+    """Plain key -> this model's (compiled) key, for loading plain keys into a model whose policy is compiled."""
+    return {_uncompiled_key(k): k for k in state}
+
+
 class BaseAlgorithm(L.LightningModule):
     """Base class of the RL algorithms (SB3's ``BaseAlgorithm`` as a LightningModule).
 
@@ -338,6 +352,16 @@ class BaseAlgorithm(L.LightningModule):
     @property
     def policy_ready(self) -> bool:
         return isinstance(getattr(self, "policy", None), th.nn.Module)
+
+    @property
+    def device(self) -> th.device:
+        """The device of the model's tensors (Lightning's); assigning one moves the model there, as SB3 allows
+        ``model.device = "cpu"`` (``"auto"`` picks CUDA when available)."""
+        return L.LightningModule.device.fget(self)  # type: ignore[attr-defined]
+
+    @device.setter
+    def device(self, value: th.device | str) -> None:
+        self.to(get_device(value))
 
     # ------------------------------------------------------------------
     # Set-up
@@ -1117,7 +1141,7 @@ class BaseAlgorithm(L.LightningModule):
         data.update(self._seed_save_data())
         info = get_system_info()
         tensors = {
-            "model": {k: v.detach().cpu() for k, v in self.state_dict().items()},
+            "model": {_uncompiled_key(k): v.detach().cpu() for k, v in self.state_dict().items()},
             "optimizers": {name: opt.state_dict() for name, opt in self._optimizers_to_save().items()},
         }
         save_archive(path, data, tensors, "\n".join(f"- {k}: {v}" for k, v in info.items()))
@@ -1297,6 +1321,9 @@ class BaseAlgorithm(L.LightningModule):
         state = tensors["model"]
         if not isinstance(state, dict) or not all(isinstance(v, th.Tensor) for v in state.values()):
             raise BadFileError(f"{where}: model.pth must hold a dict of tensors")
+        state = {_uncompiled_key(k): v for k, v in state.items()}  # an archive saved before compiled keys were cut
+        if any(_COMPILED_PREFIX in k for k in self.state_dict()):  # this model's policy is compiled: its key names
+            state = {_compiled_names(self.state_dict()).get(k, k): v for k, v in state.items()}
         check_state_shapes(state, self.state_dict(), where, f"{type(self).__name__}'s network")
         missing, unexpected = self.load_state_dict(state, strict=False)
         if not partial and (unexpected or [k for k in missing if strict or not k.startswith("replay")]):
@@ -1316,7 +1343,7 @@ class BaseAlgorithm(L.LightningModule):
 
     def get_parameters(self) -> dict[str, dict]:
         """``{"policy": state_dict, "<name>.optimizer": state_dict, ...}``."""
-        params = {"policy": self.policy.state_dict()}
+        params = {"policy": {_uncompiled_key(k): v for k, v in self.policy.state_dict().items()}}
         params.update({name: opt.state_dict() for name, opt in self._optimizers_to_save().items()})
         return params
 
@@ -1355,7 +1382,8 @@ class BaseAlgorithm(L.LightningModule):
                 f"{list(params)}; pass exact_match=False to load some of them."
             )
         if "policy" in params:
-            self.policy.load_state_dict(params["policy"], strict=exact_match)
+            plain = {_uncompiled_key(k): v for k, v in params["policy"].items()}
+            getattr(self.policy, "_orig_mod", self.policy).load_state_dict(plain, strict=exact_match)
         for name, state in params.items():
             if name != "policy":
                 optimizers[name].load_state_dict(state)
