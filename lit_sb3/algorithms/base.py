@@ -1252,6 +1252,8 @@ class BaseAlgorithm(L.LightningModule):
                     f"{cls.__name__}.load() got the unknown argument {key!r}{hint}; it takes constructor arguments "
                     f"and stored values: {', '.join(known)}."
                 )
+        if isinstance(data.get("seeds"), list) and len(data["seeds"]) > 1:  # before K members are built
+            cls._check_seed_archive(path, len(data["seeds"]), params, observation_space, action_space, n_envs, where)
         model = cls(device=device, **params)
         model._restore_seeds(data, {**params, "device": device}, where)
         model.observation_space = observation_space
@@ -1301,6 +1303,53 @@ class BaseAlgorithm(L.LightningModule):
             model._last_obs = None
         return model
 
+    @classmethod
+    def _check_seed_archive(
+        cls,
+        path: Any,
+        n_seeds: int,
+        params: dict[str, Any],
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        n_envs: int,
+        where: str,
+    ) -> None:
+        """Refuse a K-seed archive before its K members are built: one seed's networks are built (bounded by the
+        declared net_arch already checked) to learn a seed's tensor bytes ``b``; ``model.pth`` must declare at least
+        ``K * b / 2`` bytes (its stacked tensors hold ``K * b``: an archive declaring 1,024 seeds over one seed's
+        tensors is refused), and ``K`` members (networks, their stacked copy, gradients, optimiser moments: 8 * b
+        each) must fit in this machine's memory.
+
+        Args:
+            path: the archive.
+            n_seeds: the declared K.
+            params: the decoded constructor arguments.
+            observation_space: the stored observation space.
+            action_space: the stored action space.
+            n_envs: the stored number of envs.
+            where: the file name, for messages.
+        """
+        from lit_sb3.buffers.base import total_memory_bytes
+        from lit_sb3.utils.serialization import declared_member_size
+
+        probe = cls(device="cpu", **{k: v for k, v in params.items() if k != "device"})
+        probe.observation_space, probe.action_space, probe.n_envs = observation_space, action_space, n_envs
+        probe._setup_model()
+        per_seed = sum(t.numel() * t.element_size() for t in probe.state_dict().values())
+        del probe
+        stored = declared_member_size(path, "model.pth")
+        if stored < n_seeds * per_seed // 2:
+            raise BadFileError(
+                f"{where}: data.json declares {n_seeds} seeds but model.pth holds {stored:,} bytes, less than the "
+                f"{n_seeds * per_seed:,} that {n_seeds} seeds of this {cls.__name__} need"
+            )
+        memory = total_memory_bytes()
+        if memory is not None and 8 * n_seeds * per_seed > memory:
+            raise BadFileError(
+                f"{where}: {n_seeds} seeds of this {cls.__name__} would need ~{8 * n_seeds * per_seed / 2**30:,.1f} "
+                f"GiB, more than this machine's {memory / 2**30:,.1f} GiB"
+            )
+
     def _archive_limits(self) -> dict[str, int]:
         """The most bytes each archive member can need for this model (its spaces and networks are built): the
         tensors' storages for ``model.pth``; for ``optimizers.pth`` four tensors the size of each optimised
@@ -1336,6 +1385,7 @@ class BaseAlgorithm(L.LightningModule):
             raise BadFileError(f"{where}: optimizers.pth must hold a dict of optimizer states")
         for name, opt in self._optimizers_to_save().items():
             if name in saved:
+                _check_optimizer_state(opt, saved[name], f"{where}: optimizer {name}")
                 try:
                     opt.load_state_dict(saved[name])
                 except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -1387,6 +1437,40 @@ class BaseAlgorithm(L.LightningModule):
         for name, state in params.items():
             if name != "policy":
                 optimizers[name].load_state_dict(state)
+
+
+_NON_NEGATIVE_STATE = ("exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum", "acc_delta")
+
+
+def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str) -> None:
+    """Refuse a saved optimiser state that would load and then corrupt training: every per-parameter tensor has its
+    parameter's shape (``step``: a scalar or one count per seed), finite values, and second moments >= 0 (a negative
+    one makes Adam's ``sqrt`` NaN); torch's own ``load_state_dict`` checks only the group sizes.
+
+    Args:
+        opt: the model's optimiser.
+        saved: the archive's ``state_dict()`` of it.
+        where: the file and optimiser, for messages.
+    """
+    if not isinstance(saved, dict) or not isinstance(saved.get("state"), dict):
+        raise BadFileError(f"{where}: not an optimizer state dict")
+    params = [p for group in opt.param_groups for p in group["params"]]
+    for index, state in saved["state"].items():
+        if not isinstance(index, int) or not 0 <= index < len(params) or not isinstance(state, dict):
+            raise BadFileError(f"{where}: state for parameter {index!r}, which the optimizer does not have")
+        shape = tuple(params[index].shape)
+        for key, value in state.items():
+            if not isinstance(value, th.Tensor):
+                continue
+            allowed = ((), shape[:1]) if key == "step" else (shape,)
+            if tuple(value.shape) not in allowed:
+                raise BadFileError(
+                    f"{where}: {key} of parameter {index} has shape {tuple(value.shape)}, the parameter {shape}"
+                )
+            if value.is_floating_point() and not bool(th.isfinite(value).all()):
+                raise BadFileError(f"{where}: {key} of parameter {index} holds non-finite values")
+            if key in _NON_NEGATIVE_STATE and bool((value < 0).any()):
+                raise BadFileError(f"{where}: {key} of parameter {index} holds negative values")
 
 
 def _is_callback(value: Any) -> bool:
