@@ -483,3 +483,53 @@ def test_a_nan_seed_stops_alone_and_the_others_equal_their_separate_runs(algo, t
         single = cls("MlpPolicy", seed=seed, **kwargs)
         _fit(single, make_vec_env(env_id, n_envs=1, seed=seed), 60 if i == 1 else steps, tmp_path)
         _assert_member_equals_single(batch.member(i), single, optimizers=False)  # a stopped seed's steps go on
+
+
+class _RaiseAfter(gym.Wrapper):
+    """``step`` raises after ``after`` steps (an env that breaks mid-run)."""
+
+    def __init__(self, env: gym.Env, after: int) -> None:
+        super().__init__(env)
+        self.after, self.steps = after, 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps > self.after:
+            raise RuntimeError(f"broken after {self.after} steps")
+        return self.env.step(action)
+
+
+@pytest.mark.parametrize("algo", ["sac", "ppo"])
+def test_a_seed_whose_env_raises_fails_alone_and_the_others_equal_their_separate_runs(algo, tmp_path):
+    """Four seeds; seed index 1's env raises after 250 steps: that seed is failed with its own reason and the fit goes
+    on; seeds 0, 2 and 3 finish and equal their separate runs (parameters and scores)."""
+    from lit_sb3 import PPO
+    from lit_sb3.core.evaluation import evaluate_policy
+
+    seeds, steps = [3, 5, 7, 11], 400
+    if algo == "sac":
+        cls, env_id, kwargs = SAC, "Pendulum-v1", dict(SAC_KW, learning_starts=30)
+    else:
+        cls, env_id, kwargs = (
+            PPO,
+            "CartPole-v1",
+            dict(n_steps=32, batch_size=32, n_epochs=2, policy_kwargs=dict(net_arch=[16])),
+        )
+    envs = _envs(env_id, seeds)
+    envs[1] = make_vec_env(env_id, n_envs=1, seed=5, wrapper_class=_RaiseAfter, wrapper_kwargs=dict(after=250))
+    batch = SeedBatch(cls, seeds=seeds, **kwargs)
+    _fit(batch, envs, steps, tmp_path)
+    assert list(batch.failed) == [1] and batch.failed[1].startswith("env raised at step 25")
+    assert "RuntimeError: broken after 250 steps" in batch.failed[1]
+    for i, seed in enumerate(seeds):
+        if i == 1:
+            continue
+        single = cls("MlpPolicy", seed=seed, **kwargs)
+        _fit(single, make_vec_env(env_id, n_envs=1, seed=seed), steps, tmp_path)
+        member = batch.member(i)
+        assert member.num_timesteps == single.num_timesteps
+        _assert_member_equals_single(member, single, optimizers=False)
+        scores = [
+            evaluate_policy(m, make_vec_env(env_id, n_envs=1, seed=100), n_eval_episodes=2)[0] for m in (member, single)
+        ]
+        np.testing.assert_allclose(*scores, rtol=reassociation_rtol(longest_reduction(single)))

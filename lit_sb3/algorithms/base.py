@@ -455,6 +455,25 @@ class BaseAlgorithm(L.LightningModule):
         if not self.active_seeds:
             self._stop_requested = True
 
+    def _step_seed_env(self, i: int, env: VecEnv, actions: np.ndarray, at: int) -> tuple[Any, ...] | None:
+        """Step seed index ``i``'s env; with K > 1 seeds, an exception from it fails that seed alone (None is
+        returned: the caller leaves the seed's step out) and the others go on, as a seed with a non-finite reward
+        does. A single seed's run raises it, as SB3 does.
+
+        Args:
+            i: seed index.
+            env: its VecEnv.
+            actions: its actions.
+            at: the env step counted for the message.
+        """
+        if self.n_seeds == 1:
+            return env.step(actions)
+        try:
+            return env.step(actions)
+        except Exception as exc:  # an env's own error: this seed's failure, whatever it is
+            self.fail_seed(i, f"env raised at step {at}: {type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
+            return None
+
     # ------------------------------------------------------------------
     # Learning set-up shared by on- and off-policy algorithms
     # ------------------------------------------------------------------
