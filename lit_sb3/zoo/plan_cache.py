@@ -137,7 +137,7 @@ def sealed_read(path: Path, max_bytes: int) -> Any:
         return None
     try:
         entry = json.loads(data.decode("utf-8"))
-        body = json.dumps(entry["payload"], sort_keys=True).encode("utf-8")
+        body = json.dumps(entry["payload"]).encode("utf-8")  # the order kept: a listing is ordered
         if hmac.compare_digest(str(entry["mac"]), _mac(key, path.name, body)):
             return entry["payload"]
     except (ValueError, KeyError, TypeError):
@@ -158,12 +158,12 @@ def sealed_write(path: Path, payload: Any) -> None:
     key = _mac_key(path.parent.parent, create=True)
     if key is None:
         return
-    body = json.dumps(payload, sort_keys=True).encode("utf-8")
+    body = json.dumps(payload).encode("utf-8")
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps({"mac": _mac(key, path.name, body), "payload": payload}, sort_keys=True))
+            fh.write(json.dumps({"mac": _mac(key, path.name, body), "payload": payload}))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
