@@ -51,7 +51,9 @@ _EQUIVALENCE_NAME = re.compile(r"(?<!needs_)equal|retrace|lockstep|resume")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the equivalence tests (by their names, see above) with ``equivalence``."""
+    """Mark the library's equivalence tests (by their names, see above) with ``equivalence``; the suite's (bench)
+    resume tests compare bookkeeping of whole CLI runs within one process, not kernels, and stay out of the reruns."""
     for item in items:
-        if _EQUIVALENCE_NAME.search(item.originalname if isinstance(item, pytest.Function) else item.name):
+        name = item.originalname if isinstance(item, pytest.Function) else item.name
+        if _EQUIVALENCE_NAME.search(name) and not item.path.name.startswith(("test_bench_", "test_report")):
             item.add_marker(pytest.mark.equivalence)
