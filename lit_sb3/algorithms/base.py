@@ -1348,9 +1348,12 @@ class BaseAlgorithm(L.LightningModule):
             n_envs: the stored number of envs.
             where: the file name, for messages.
         """
+        from lit_sb3.algorithms.seed_dim import MAX_ARCHIVE_SEEDS
         from lit_sb3.buffers.base import total_memory_bytes
         from lit_sb3.utils.serialization import declared_member_size
 
+        if n_seeds > MAX_ARCHIVE_SEEDS:
+            return  # more seeds than any archive may hold: the seeds' own check refuses it with its line
         probe = cls(device="cpu", **{k: v for k, v in params.items() if k != "device"})
         probe.observation_space, probe.action_space, probe.n_envs = observation_space, action_space, n_envs
         probe._setup_model()
