@@ -167,6 +167,31 @@ CASES = [
     ("seeds 0", [*RUN, "--seeds", "0"], "--seeds must be >= 1, got 0"),
     ("seed-list", [*RUN, "--seed-list", "1,x"], "--seed-list: expected integers separated by commas, got 'x'"),
     ("run --device", [*RUN, "--device", "gpu"], "argument --device: invalid choice: 'gpu'"),
+    # every count bounded before anything is planned, duplicate seeds refused
+    ("seed-list 0,0", [*RUN, "--seed-list", "0,0"], "--seed-list: seed 0 is given twice"),
+    ("seeds 10**9", [*RUN, "--seeds", "1000000000"], "--seeds must be <= 100,000"),
+    ("seed-batch 1e20", [*RUN, "--seed-batch", "1e20"], "argument --seed-batch: invalid int value: '1e20'"),
+    ("seed-batch 2**31", [*RUN, "--seeds", "2", "--seed-batch", "2147483648"], "--seed-batch must be in [1, 100,000]"),
+    (
+        "max-seeds 10**9",
+        [
+            "run",
+            "--algos",
+            "ppo,a2c",
+            "--envs",
+            "CartPole-v1",
+            "--dry-run",
+            "--until-verdict",
+            "--max-seeds",
+            "1000000000",
+        ],
+        "--max-seeds must be in [1, 100,000], got 1,000,000,000",
+    ),
+    (
+        "wave 10**9",
+        ["run", "--algos", "ppo,a2c", "--envs", "CartPole-v1", "--dry-run", "--until-verdict", "--wave", "1000000000"],
+        "--wave must be in [1, 100,000]",
+    ),
     ("n-timesteps 0", [*RUN, "--n-timesteps", "0"], "--n-timesteps must be >= 1, got 0"),
     ("eval-episodes 0", [*RUN, "--eval-episodes", "0"], "--eval-episodes must be >= 1, got 0"),
     # --config files
@@ -198,6 +223,8 @@ CASES = [
     ("tune unknown algo", ["tune", "--algo", "pp", "--env", "CartPole-v1"], "unknown algorithm 'pp'"),
     ("tune n-trials abc", [*TUNE, "--n-trials", "abc"], "argument --n-trials: invalid int value: 'abc'"),
     ("tune n-trials 0", [*TUNE, "--n-trials", "0"], "--n-trials must be"),
+    ("tune n-trials 10**12", [*TUNE, "--n-trials", "1000000000000"], "--n-trials must be in [1, 1,000,000]"),
+    ("tune seed-batch 2**31", [*TUNE, "--seed-batch", "2147483648"], "--seed-batch must be in [1, 100,000]"),
     ("tune space bomb", [*TUNE, "--search-space", "@space_bomb"], "expands to more than 200,000 nodes"),
     ("tune space list", [*TUNE, "--search-space", "@space_list"], "expected a mapping of parameter names"),
     ("tune space fixed value", [*TUNE, "--search-space", "@space_fixed"], "target_kl: bad value -1: must be > 0"),
@@ -280,3 +307,54 @@ def test_suites_and_scores_files_are_bounded(tmp_path: Path) -> None:
     for load in (load_suites, load_table):
         with pytest.raises(BenchError, match="expands to more than 200,000 nodes"):
             load(path)
+
+
+def test_bad_input_writes_nothing_under_home(tmp_path: Path) -> None:
+    """Every case above in a fresh process whose HOME is an empty folder (no XDG_CACHE_HOME, MPLCONFIGDIR nor
+    LIT_SB3_CACHE_DIR: the defaults under HOME): exactly one line of output (no banner before the error) and no file
+    under HOME (library caches: matplotlib's, MLflow's, the plan memo) nor in the working folder, even at exit."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_CACHE_HOME", "MPLCONFIGDIR", "LIT_SB3_CACHE_DIR")}
+    env.update(HOME=str(home), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    done = subprocess.run([sys.executable, "-m", "tests.bad_inputs_home", str(work)], env=env, capture_output=True,
+                          text=True, timeout=600, cwd=work)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert len(report) == len(CASES)
+    bad = [(r["name"], r["code"], r["lines"][:2], r["home"][:3], r["cwd"][:3]) for r in report
+           if r["code"] != 2 or len(r["lines"]) != 1 or r["home"] or r["cwd"]]  # fmt: skip
+    assert not bad, bad
+    assert not list(home.rglob("*")), "files left under HOME at exit"
+
+
+def test_an_absurd_seed_count_is_refused_fast_under_a_small_address_space(tmp_path: Path) -> None:
+    """``--until-verdict --max-seeds 1000000000`` (it planned until the OOM killer stopped it at 22.7 GB) is refused
+    with one line in a process capped at 1 GB of address space, in under 3 s of its own CPU time."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    argv = ["run", "--algos", "ppo,a2c", "--envs", "CartPole-v1", "--until-verdict", "--max-seeds", "1000000000"]
+    code = "import sys; from lit_sb3.zoo.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, preexec_fn=cap)  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 2, done.stderr[-1000:]
+    assert done.stdout == "" and done.stderr.strip() == (
+        "bench run: error: --max-seeds must be in [1, 100,000], got 1,000,000,000"
+    )
+    assert (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) < 3.0
+    assert not list(tmp_path.iterdir())

@@ -185,6 +185,31 @@ def test_diverging_seed_fails_alone(in_tmp_path: Path, mlflow_template: Path) ->
     assert grid.info.status == "FAILED" and grid.data.metrics["jobs/failed"] == 1
 
 
+def test_a_seed_whose_env_raises_fails_alone_and_a_rerun_redoes_only_it(in_tmp_path: Path, mlflow_template: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Seed 1's env raises after 120 steps in a batch of 4: seeds 0, 2, 3 finish (FINISHED, full budget, a model),
+    seed 1 is FAILED with its own reason; the rerun runs seed 1 alone (it fails the same way) and no healthy seed."""
+    uri = _store(in_tmp_path, mlflow_template)
+    argv = ["run", "--algos", "sac", "--envs", NAN_SEED, "--seeds", "4", "--seed-batch", "4", "--jobs", "1",
+            "--tracking-uri", uri, "--experiment", "raise", "--n-timesteps", "300", "--eval-freq", "150",
+            "--eval-episodes", "1", "--hyperparams", "learning_starts=50", "buffer_size=1000", "batch_size=32",
+            "policy_kwargs=dict(net_arch=[16])", "env_kwargs=dict(nan_seed=1, fail_after=120, fail_with='raise')"]  # fmt: skip
+    assert main(argv) == 1
+    runs = _by_seed(uri, "raise")
+    assert {s: r.info.status for s, r in runs.items()} == {0: "FINISHED", 1: "FAILED", 2: "FINISHED", 3: "FINISHED"}
+    reason = runs[1].data.tags["lit_sb3.failure_reason"]
+    assert "env raised at step 121: RuntimeError: the env of seed 1 broke" in reason, reason
+    for seed in (0, 2, 3):
+        assert runs[seed].data.metrics["time/total_timesteps"] == 300
+    capsys.readouterr()
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "1 job(s)" in out, out
+    after = _runs(uri, "raise")
+    assert sorted(int(r.data.tags["lit_sb3.seed"]) for r in after if r.info.status == "FINISHED") == [0, 2, 3]
+    assert sum(int(r.data.tags["lit_sb3.seed"]) == 1 for r in after) == 2  # seed 1 ran again, alone
+
+
 def test_record_final_records_each_seed_of_a_batch(in_tmp_path: Path, mlflow_template: Path) -> None:
     """``--record-final`` with ``--seed-batch``: each seed's final evaluation is an mp4 in its own run."""
     imageio = pytest.importorskip("imageio")

@@ -144,7 +144,7 @@ def test_until_verdict_kill_between_waves_and_resume(
     [
         (["--algos", "ppo,a2c", "--until-verdict", "--min-seeds", "6", "--max-seeds", "5"],
          "--max-seeds (5) must be >= --min-seeds (6)"),
-        (["--algos", "ppo,a2c", "--until-verdict", "--wave", "0"], "--wave must be >= 1"),
+        (["--algos", "ppo,a2c", "--until-verdict", "--wave", "0"], "--wave must be in [1, 100,000], got 0"),
         (["--algos", "ppo,a2c", "--until-verdict", "--equivalence-margin", "0.5"],
          "--equivalence-margin must be in (0, 0.5)"),
         (["--algos", "ppo,a2c", "--until-verdict", "--alpha", "1.5"], "--alpha must be in (0, 1)"),

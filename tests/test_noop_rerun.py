@@ -80,7 +80,7 @@ def test_plan_memo_ignores_damaged_entries(tmp_path: Path) -> None:
         entry.write_bytes(damage)
         cache = PlanCache((), None, 5000, folder=folder)
         assert _plan(cache, algos=("sac",), envs=("Pendulum-v1",)) == expected and cache.misses == 1
-    assert json.loads(entry.read_text())["algo"] == "sac"
+    assert json.loads(entry.read_text())["payload"]["algo"] == "sac"
 
 
 def _store_with_runs(folder: Path, template: Path) -> tuple[str, set[str]]:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import zipfile
 from pathlib import Path
@@ -232,3 +233,32 @@ def test_a_policy_part_cannot_be_saved_alone(tmp_path):
     with pytest.raises(TypeError, match=r"Actor cannot be saved alone: .*features_extractor.*model.policy.save"):
         model.policy.actor.save(tmp_path / "actor.zip")
     assert not (tmp_path / "actor.zip").exists()
+
+
+def test_a_compiled_policy_saves_and_loads_as_sb3_does(tmp_path):
+    """SB3's ``model.policy = th.compile(model.policy)``: the archive holds the plain keys (no ``_orig_mod.``), so the
+    model loads into a plain one with the same predictions; its parameters load back into the compiled one."""
+    model = built(PPO, "CartPole-v1", policy_kwargs=NET)
+    model.policy = th.compile(model.policy)
+    model.save(tmp_path / "compiled.zip")
+    with zipfile.ZipFile(tmp_path / "compiled.zip") as archive:
+        keys = th.load(io.BytesIO(archive.read("model.pth")), weights_only=True).keys()
+    assert keys and not [k for k in keys if "_orig_mod" in k]
+    loaded = PPO.load(tmp_path / "compiled.zip")
+    obs = np.zeros((3, 4), dtype=np.float32) + np.arange(3, dtype=np.float32)[:, None]
+    plain = model.policy._orig_mod
+    for key, value in plain.state_dict().items():
+        assert th.equal(value, loaded.policy.state_dict()[key]), key
+    assert np.array_equal(loaded.predict(obs, deterministic=True)[0], plain.predict(obs, deterministic=True)[0])
+    model.set_parameters(loaded.get_parameters())  # plain keys into the compiled policy
+    params = loaded.get_parameters()
+    assert params["policy"].keys() == model.get_parameters()["policy"].keys()
+
+
+def test_model_device_can_be_assigned_as_in_sb3():
+    """``model.device = "cpu"`` (SB3 allows it) moves the model and reads back as a ``torch.device``."""
+    model = built(SAC, "Pendulum-v1", policy_kwargs=NET)
+    model.device = "cpu"
+    assert model.device == th.device("cpu") and next(model.policy.parameters()).device == th.device("cpu")
+    model.device = th.device("cpu")
+    assert model.device.type == "cpu"

@@ -361,3 +361,76 @@ def test_eval_callback_on_a_batch_needs_one_env_per_seed(tmp_path):
                         rl_callback=callback)  # fmt: skip
     with pytest.raises(ValueError, match="not supported with K > 1 seeds; read best_mean_rewards"):
         trainer.fit(batch, datamodule=RLEnvDataModule(train_env=[_env("Pendulum-v1", s) for s in SEEDS]))
+
+
+def _rewritten(source, target, **changes) -> None:
+    """Copy the archive ``source`` to ``target`` with members replaced (``data.json`` as a dict, others as bytes)."""
+    with zipfile.ZipFile(source) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    for name, value in changes.items():
+        members[name.replace("_", ".", 1)] = json.dumps(value).encode() if isinstance(value, dict) else value
+    with zipfile.ZipFile(target, "w") as archive:
+        for name, raw in members.items():
+            archive.writestr(name, raw)
+
+
+def test_a_seed_archive_declaring_more_seeds_than_it_holds_is_refused_before_building(tmp_path):
+    """A ~100 KB K=2 archive whose data.json declares 1,024 seeds (it built every member first: 3.67 GB) is one line
+    naming the file, in a process capped at 1 GB of address space."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    batch = SeedBatch(SAC, seeds=[3, 5], **OFF)
+    batch.set_env([_env("Pendulum-v1", s) for s in (3, 5)])
+    batch.save(tmp_path / "batch.zip")
+    with zipfile.ZipFile(tmp_path / "batch.zip") as archive:
+        data = json.loads(archive.read("data.json"))
+    seeds = [3, *range(100, 100 + 1023)]
+    crafted = dict(data, seeds=seeds, _n_updates=[0] * 1024, seed_state=dict(data["seed_state"],
+                   episode_nums=[0] * 1024, failed={}))  # fmt: skip
+    _rewritten(tmp_path / "batch.zip", tmp_path / "crafted.zip", data_json=crafted)
+    assert (tmp_path / "crafted.zip").stat().st_size < 200_000
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
+        "from lit_sb3 import SAC\nfrom lit_sb3.utils.serialization import BadFileError\n"
+        "try:\n    SAC.load(sys.argv[1])\nexcept BadFileError as exc:\n    print(exc); sys.exit(3)\n"
+    )
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "crafted.zip")], capture_output=True, text=True,
+                          timeout=300, env=env)  # fmt: skip
+    assert done.returncode == 3, done.stderr[-2000:]
+    line = done.stdout.strip()
+    assert "\n" not in line and line.startswith(str(tmp_path / "crafted.zip")), line
+    assert "declares 1024 seeds but model.pth holds" in line
+
+
+def test_tampered_optimizer_states_are_refused(tmp_path):
+    """Optimiser moments of another shape, non-finite, or a negative second moment (Adam's sqrt turns it NaN) are one
+    line naming the file and the optimiser; the untampered archive loads and trains."""
+    import io
+
+    batch = SeedBatch(SAC, seeds=[3, 5], **OFF)
+    batch.set_env([_env("Pendulum-v1", s) for s in (3, 5)])
+    batch.learn(60)
+    batch.save(tmp_path / "batch.zip")
+    with zipfile.ZipFile(tmp_path / "batch.zip") as archive:
+        optim = th.load(io.BytesIO(archive.read("optimizers.pth")), weights_only=True)
+    state = optim["critic.optimizer"]["state"][0]
+    for key, value, message in (
+        ("exp_avg", state["exp_avg"][:1], "exp_avg of parameter 0 has shape"),
+        ("exp_avg", th.full_like(state["exp_avg"], float("nan")), "non-finite values"),
+        ("exp_avg_sq", -th.ones_like(state["exp_avg_sq"]), "exp_avg_sq of parameter 0 holds negative values"),
+    ):
+        tampered = {k: dict(v, state={**v["state"]}) for k, v in optim.items()}
+        tampered["critic.optimizer"]["state"][0] = dict(state, **{key: value})
+        buffer = io.BytesIO()
+        th.save(tampered, buffer)
+        _rewritten(tmp_path / "batch.zip", tmp_path / "bad.zip", optimizers_pth=buffer.getvalue())
+        with pytest.raises(BadFileError, match=message) as info:
+            SAC.load(tmp_path / "bad.zip")
+        assert "\n" not in str(info.value) and "bad.zip: optimizer critic.optimizer" in str(info.value)
+    loaded = SAC.load(tmp_path / "batch.zip")
+    loaded.set_env([_env("Pendulum-v1", s) for s in (3, 5)])
+    loaded.learn(40, reset_num_timesteps=False)
+    assert all(bool(th.isfinite(p).all()) for p in loaded.policy.parameters())

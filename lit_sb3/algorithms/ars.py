@@ -402,7 +402,12 @@ class ARS(SeedDimensionMixin, BaseAlgorithm):
             actions = actions.reshape(len(running), n_envs, *actions.shape[1:])
             stepped = []
             for row, i in enumerate(running):
-                new_obs, rewards, dones, infos = envs[i].step(actions[row])
+                at = int(self._seed_timesteps[i]) + n_envs if not single else self.num_timesteps + n_envs  # type: ignore[index]
+                step = self._step_seed_env(i, envs[i], actions[row], at)
+                if step is None:  # the env raised: seed i failed alone
+                    slot[i], returns[i], needs_reset[i] = -1, 0.0, True
+                    continue
+                new_obs, rewards, dones, infos = step
                 if not single and not (np.isfinite(rewards).all() and np.isfinite(new_obs).all()):
                     what = "reward" if not np.isfinite(rewards).all() else "observation"
                     at = int(self._seed_timesteps[i]) + n_envs  # type: ignore[index]

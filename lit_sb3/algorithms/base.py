@@ -60,6 +60,20 @@ SelfBaseAlgorithm = TypeVar("SelfBaseAlgorithm", bound="BaseAlgorithm")
 __all__ = ["BaseAlgorithm"]
 
 
+_COMPILED_PREFIX = "_orig_mod."  # what torch.compile's wrapper puts before the wrapped module's keys
+
+
+def _uncompiled_key(key: str) -> str:
+    """``key`` without ``torch.compile``'s wrapper segments (``policy._orig_mod.x`` -> ``policy.x``), so an archive of
+    a model whose policy was compiled (``model.policy = th.compile(model.policy)``) loads into a plain one."""
+    return key.replace(_COMPILED_PREFIX, "")
+
+
+def _compiled_names(state: dict[str, Any]) -> dict[str, str]:
+    """Plain key -> this model's (compiled) key, for loading plain keys into a model whose policy is compiled."""
+    return {_uncompiled_key(k): k for k in state}
+
+
 class BaseAlgorithm(L.LightningModule):
     """Base class of the RL algorithms (SB3's ``BaseAlgorithm`` as a LightningModule).
 
@@ -339,6 +353,16 @@ class BaseAlgorithm(L.LightningModule):
     def policy_ready(self) -> bool:
         return isinstance(getattr(self, "policy", None), th.nn.Module)
 
+    @property
+    def device(self) -> th.device:
+        """The device of the model's tensors (Lightning's); assigning one moves the model there, as SB3 allows
+        ``model.device = "cpu"`` (``"auto"`` picks CUDA when available)."""
+        return L.LightningModule.device.fget(self)  # type: ignore[attr-defined]
+
+    @device.setter
+    def device(self, value: th.device | str) -> None:
+        self.to(get_device(value))
+
     # ------------------------------------------------------------------
     # Set-up
     # ------------------------------------------------------------------
@@ -430,6 +454,25 @@ class BaseAlgorithm(L.LightningModule):
             print(f"seed index {i} (seed {self.seeds[i]}) masked out: {self.failed[i]}")
         if not self.active_seeds:
             self._stop_requested = True
+
+    def _step_seed_env(self, i: int, env: VecEnv, actions: np.ndarray, at: int) -> tuple[Any, ...] | None:
+        """Step seed index ``i``'s env; with K > 1 seeds, an exception from it fails that seed alone (None is
+        returned: the caller leaves the seed's step out) and the others go on, as a seed with a non-finite reward
+        does. A single seed's run raises it, as SB3 does.
+
+        Args:
+            i: seed index.
+            env: its VecEnv.
+            actions: its actions.
+            at: the env step counted for the message.
+        """
+        if self.n_seeds == 1:
+            return env.step(actions)
+        try:
+            return env.step(actions)
+        except Exception as exc:  # an env's own error: this seed's failure, whatever it is
+            self.fail_seed(i, f"env raised at step {at}: {type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
+            return None
 
     # ------------------------------------------------------------------
     # Learning set-up shared by on- and off-policy algorithms
@@ -1130,7 +1173,7 @@ class BaseAlgorithm(L.LightningModule):
         data.update(self._seed_save_data())
         info = get_system_info()
         tensors = {
-            "model": {k: v.detach().cpu() for k, v in self.state_dict().items()},
+            "model": {_uncompiled_key(k): v.detach().cpu() for k, v in self.state_dict().items()},
             "optimizers": {name: opt.state_dict() for name, opt in self._optimizers_to_save().items()},
         }
         save_archive(path, data, tensors, "\n".join(f"- {k}: {v}" for k, v in info.items()))
@@ -1241,6 +1284,8 @@ class BaseAlgorithm(L.LightningModule):
                     f"{cls.__name__}.load() got the unknown argument {key!r}{hint}; it takes constructor arguments "
                     f"and stored values: {', '.join(known)}."
                 )
+        if isinstance(data.get("seeds"), list) and len(data["seeds"]) > 1:  # before K members are built
+            cls._check_seed_archive(path, len(data["seeds"]), params, observation_space, action_space, n_envs, where)
         model = cls(device=device, **params)
         model._restore_seeds(data, {**params, "device": device}, where)
         model.observation_space = observation_space
@@ -1290,6 +1335,56 @@ class BaseAlgorithm(L.LightningModule):
             model._last_obs = None
         return model
 
+    @classmethod
+    def _check_seed_archive(
+        cls,
+        path: Any,
+        n_seeds: int,
+        params: dict[str, Any],
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        n_envs: int,
+        where: str,
+    ) -> None:
+        """Refuse a K-seed archive before its K members are built: one seed's networks are built (bounded by the
+        declared net_arch already checked) to learn a seed's tensor bytes ``b``; ``model.pth`` must declare at least
+        ``K * b / 2`` bytes (its stacked tensors hold ``K * b``: an archive declaring 1,024 seeds over one seed's
+        tensors is refused), and ``K`` members (networks, their stacked copy, gradients, optimiser moments: 8 * b
+        each) must fit in this machine's memory.
+
+        Args:
+            path: the archive.
+            n_seeds: the declared K.
+            params: the decoded constructor arguments.
+            observation_space: the stored observation space.
+            action_space: the stored action space.
+            n_envs: the stored number of envs.
+            where: the file name, for messages.
+        """
+        from lit_sb3.algorithms.seed_dim import MAX_ARCHIVE_SEEDS
+        from lit_sb3.buffers.base import total_memory_bytes
+        from lit_sb3.utils.serialization import declared_member_size
+
+        if n_seeds > MAX_ARCHIVE_SEEDS:
+            return  # more seeds than any archive may hold: the seeds' own check refuses it with its line
+        probe = cls(device="cpu", **{k: v for k, v in params.items() if k != "device"})
+        probe.observation_space, probe.action_space, probe.n_envs = observation_space, action_space, n_envs
+        probe._setup_model()
+        per_seed = sum(t.numel() * t.element_size() for t in probe.state_dict().values())
+        del probe
+        stored = declared_member_size(path, "model.pth")
+        if stored < n_seeds * per_seed // 2:
+            raise BadFileError(
+                f"{where}: data.json declares {n_seeds} seeds but model.pth holds {stored:,} bytes, less than the "
+                f"{n_seeds * per_seed:,} that {n_seeds} seeds of this {cls.__name__} need"
+            )
+        memory = total_memory_bytes()
+        if memory is not None and 8 * n_seeds * per_seed > memory:
+            raise BadFileError(
+                f"{where}: {n_seeds} seeds of this {cls.__name__} would need ~{8 * n_seeds * per_seed / 2**30:,.1f} "
+                f"GiB, more than this machine's {memory / 2**30:,.1f} GiB"
+            )
+
     def _archive_limits(self) -> dict[str, int]:
         """The most bytes each archive member can need for this model (its spaces and networks are built): the
         tensors' storages for ``model.pth``; for ``optimizers.pth`` four tensors the size of each optimised
@@ -1310,6 +1405,9 @@ class BaseAlgorithm(L.LightningModule):
         state = tensors["model"]
         if not isinstance(state, dict) or not all(isinstance(v, th.Tensor) for v in state.values()):
             raise BadFileError(f"{where}: model.pth must hold a dict of tensors")
+        state = {_uncompiled_key(k): v for k, v in state.items()}  # an archive saved before compiled keys were cut
+        if any(_COMPILED_PREFIX in k for k in self.state_dict()):  # this model's policy is compiled: its key names
+            state = {_compiled_names(self.state_dict()).get(k, k): v for k, v in state.items()}
         check_state_shapes(state, self.state_dict(), where, f"{type(self).__name__}'s network")
         missing, unexpected = self.load_state_dict(state, strict=False)
         if not partial and (unexpected or [k for k in missing if strict or not k.startswith("replay")]):
@@ -1322,6 +1420,7 @@ class BaseAlgorithm(L.LightningModule):
             raise BadFileError(f"{where}: optimizers.pth must hold a dict of optimizer states")
         for name, opt in self._optimizers_to_save().items():
             if name in saved:
+                _check_optimizer_state(opt, saved[name], f"{where}: optimizer {name}")
                 try:
                     opt.load_state_dict(saved[name])
                 except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -1329,7 +1428,7 @@ class BaseAlgorithm(L.LightningModule):
 
     def get_parameters(self) -> dict[str, dict]:
         """``{"policy": state_dict, "<name>.optimizer": state_dict, ...}``."""
-        params = {"policy": self.policy.state_dict()}
+        params = {"policy": {_uncompiled_key(k): v for k, v in self.policy.state_dict().items()}}
         params.update({name: opt.state_dict() for name, opt in self._optimizers_to_save().items()})
         return params
 
@@ -1368,10 +1467,45 @@ class BaseAlgorithm(L.LightningModule):
                 f"{list(params)}; pass exact_match=False to load some of them."
             )
         if "policy" in params:
-            self.policy.load_state_dict(params["policy"], strict=exact_match)
+            plain = {_uncompiled_key(k): v for k, v in params["policy"].items()}
+            getattr(self.policy, "_orig_mod", self.policy).load_state_dict(plain, strict=exact_match)
         for name, state in params.items():
             if name != "policy":
                 optimizers[name].load_state_dict(state)
+
+
+_NON_NEGATIVE_STATE = ("exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum", "acc_delta")
+
+
+def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str) -> None:
+    """Refuse a saved optimiser state that would load and then corrupt training: every per-parameter tensor has its
+    parameter's shape (``step``: a scalar or one count per seed), finite values, and second moments >= 0 (a negative
+    one makes Adam's ``sqrt`` NaN); torch's own ``load_state_dict`` checks only the group sizes.
+
+    Args:
+        opt: the model's optimiser.
+        saved: the archive's ``state_dict()`` of it.
+        where: the file and optimiser, for messages.
+    """
+    if not isinstance(saved, dict) or not isinstance(saved.get("state"), dict):
+        raise BadFileError(f"{where}: not an optimizer state dict")
+    params = [p for group in opt.param_groups for p in group["params"]]
+    for index, state in saved["state"].items():
+        if not isinstance(index, int) or not 0 <= index < len(params) or not isinstance(state, dict):
+            raise BadFileError(f"{where}: state for parameter {index!r}, which the optimizer does not have")
+        shape = tuple(params[index].shape)
+        for key, value in state.items():
+            if not isinstance(value, th.Tensor):
+                continue
+            allowed = ((), shape[:1]) if key == "step" else (shape,)
+            if tuple(value.shape) not in allowed:
+                raise BadFileError(
+                    f"{where}: {key} of parameter {index} has shape {tuple(value.shape)}, the parameter {shape}"
+                )
+            if value.is_floating_point() and not bool(th.isfinite(value).all()):
+                raise BadFileError(f"{where}: {key} of parameter {index} holds non-finite values")
+            if key in _NON_NEGATIVE_STATE and bool((value < 0).any()):
+                raise BadFileError(f"{where}: {key} of parameter {index} holds negative values")
 
 
 def _is_callback(value: Any) -> bool:

@@ -996,7 +996,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                         self.fail_seed(int(i), f"diverged: non-finite action at step {self.num_timesteps}")
         stepped = []
         for i in self.active_seeds:
-            obs_i, reward_i, done_i, infos = state.envs[i].step(actions[i])
+            step = self._step_seed_env(i, state.envs[i], actions[i], self.num_timesteps)  # counted, as for NaN
+            if step is None:  # the env raised: seed i failed alone, its step left out (as a non-finite reward)
+                continue
+            obs_i, reward_i, done_i, infos = step
             vec_normalize = state.normalizers[i]
             if vec_normalize is not None:
                 raw_obs, raw_reward = vec_normalize.get_original_obs(), vec_normalize.get_original_reward()

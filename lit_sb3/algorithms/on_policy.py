@@ -635,7 +635,10 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         envs = self.envs
         live = self.active_seeds
         for i in live:
-            obs_i, rewards[i], dones[i], infos[i] = envs[i].step(actions[i])
+            step = self._step_seed_env(i, envs[i], actions[i], self.num_timesteps + n_envs)
+            if step is None:  # the env raised: seed i failed alone and keeps its last observation
+                continue
+            obs_i, rewards[i], dones[i], infos[i] = step
             _set_obs(new_obs, i, obs_i)
         if not (np.isfinite(rewards).all() and _all_finite(new_obs)):  # one check for all seeds
             for i in live:

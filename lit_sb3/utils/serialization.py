@@ -585,6 +585,27 @@ def check_state_shapes(state: Mapping[str, th.Tensor], expected: Mapping[str, th
             )
 
 
+def declared_member_size(path: str | pathlib.Path | io.BufferedIOBase, member: str) -> int:
+    """The size a model archive's member declares in the zip directory (0: no such member), read without reading the
+    member (a buffer's position is restored).
+
+    Args:
+        path: archive path or readable buffer.
+        member: the member's name (``model.pth``).
+    """
+    path = _resolve(path)
+    position = path.tell() if hasattr(path, "tell") else None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            info = _check_directory(archive, _name(path)).get(member)
+            return 0 if info is None else int(info.file_size)
+    except zipfile.BadZipFile as exc:
+        raise BadFileError(f"{_name(path)}: not a valid zip model archive ({_one_line(exc)})") from None
+    finally:
+        if position is not None:
+            path.seek(position)
+
+
 def load_archive(
     path: str | pathlib.Path | io.BufferedIOBase,
     device: th.device | str = "cpu",

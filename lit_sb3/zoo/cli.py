@@ -39,6 +39,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _private_matplotlib_config() -> None:
+    """Point matplotlib's config and cache folder at a temporary one, removed at exit, unless the user chose one.
+
+    Lightning imports torchmetrics, which imports ``matplotlib.pyplot``: that writes ``~/.config/matplotlib`` and a
+    font cache under ``~/.cache`` in every command that plans, so a refused command would leave files in the home
+    folder. Only ``bench report`` draws (it keeps the user's matplotlib folder and settings); elsewhere the font
+    list is rebuilt per process (~1 s, measured on a loaded core) instead.
+    """
+    import os
+
+    if "MPLCONFIGDIR" in os.environ or "matplotlib" in sys.modules:
+        return
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="lit_sb3-matplotlib-")
+    os.environ["MPLCONFIGDIR"] = folder
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
@@ -48,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    if args.command != "report":
+        _private_matplotlib_config()
     try:
         return int(args.func(args) or 0)
     except BenchError as exc:

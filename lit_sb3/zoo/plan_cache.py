@@ -23,13 +23,23 @@ the plan itself.
 Where: ``$LIT_SB3_CACHE_DIR/plans`` if set, else ``$XDG_CACHE_HOME/lit_sb3/plans`` (default ``~/.cache``).
 Set ``LIT_SB3_CACHE_DIR`` to an empty string to turn the memo off. Entries are plain JSON read with a size bound;
 a job's config from an entry is decoded by the worker through the same class whitelist as always.
+
+A cache may save time, never change a result (this module's helpers serve the probe memo and the MLflow store
+template too): an entry is used only from a folder that is this user's and that nobody else can write (no symlink,
+owner = this user, no group/other write bit), as a file of the same kind, and only when it carries a MAC (HMAC-SHA256
+with a random per-user key, ``<cache root>/key``, mode 0600) over its name, which is the digest of every input it
+stands for, and its content. An entry planted by someone else, copied from another machine or account, edited, or
+moved to another key fails one of these and is ignored (recomputed and rewritten). Measured (what each saves):
+see docs/architecture.md, "Caches".
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,6 +60,113 @@ def cache_dir() -> Path | None:
         return Path(env) / "plans" if env.strip() else None
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "lit_sb3" / "plans"
+
+
+_KEY_BYTES = 32
+
+
+def _private(st: os.stat_result, kind: int) -> bool:
+    """True when ``st`` is a ``kind`` (``stat.S_IFDIR``/``S_IFREG``) owned by this user that nobody else can write."""
+    getuid = getattr(os, "getuid", None)
+    return getuid is not None and stat.S_IFMT(st.st_mode) == kind and st.st_uid == getuid() and not st.st_mode & 0o022
+
+
+def private_folder(folder: Path, create: bool = False) -> bool:
+    """Whether ``folder`` (and the cache root above it) is this user's and writable by nobody else.
+
+    Args:
+        folder: a cache folder (``plans``, ``probes``, ``mlflow-templates``).
+        create: make it (mode 0700) when missing; a refused command never creates anything.
+    """
+    try:
+        if create:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return all(_private(os.lstat(f), stat.S_IFDIR) for f in (folder, folder.parent))
+    except OSError:
+        return False
+
+
+def _mac_key(root: Path, create: bool) -> bytes | None:
+    """The per-user MAC key in ``root`` (created, mode 0600, when ``create`` and missing); None when it is missing,
+    not this user's private file or of the wrong size."""
+    path = root / "key"
+    if create and not path.exists():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(os.urandom(_KEY_BYTES))
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    data = _read_private(path, _KEY_BYTES, strict=True)
+    return data if data is not None and len(data) == _KEY_BYTES else None
+
+
+def _read_private(path: Path, max_bytes: int, strict: bool = False) -> bytes | None:
+    """The bytes of ``path`` if it is a regular file of this user that nobody else can write (``strict``: nor read),
+    not a symlink, of at most ``max_bytes``; None otherwise."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if not _private(st, stat.S_IFREG) or st.st_size > max_bytes or (strict and st.st_mode & 0o077):
+            return None
+        return fh.read(max_bytes + 1)
+
+
+def _mac(key: bytes, name: str, body: bytes) -> str:
+    return hmac.new(key, name.encode("utf-8") + b"\0" + body, hashlib.sha256).hexdigest()
+
+
+def sealed_read(path: Path, max_bytes: int) -> Any:
+    """The JSON payload of the entry ``path`` when the entry is verified (private folder and file, MAC over its
+    name and payload with this user's key), else None (the caller recomputes).
+
+    Args:
+        path: the entry (its name is the digest of the inputs it stands for).
+        max_bytes: the largest entry accepted.
+    """
+    if not private_folder(path.parent):
+        return None
+    key = _mac_key(path.parent.parent, create=False)
+    data = _read_private(path, max_bytes)
+    if key is None or data is None:
+        return None
+    try:
+        entry = json.loads(data.decode("utf-8"))
+        body = json.dumps(entry["payload"]).encode("utf-8")  # the order kept: a listing is ordered
+        if hmac.compare_digest(str(entry["mac"]), _mac(key, path.name, body)):
+            return entry["payload"]
+    except (ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def sealed_write(path: Path, payload: Any) -> None:
+    """Record ``payload`` at ``path`` with its MAC, atomically, in a private folder (made if missing); a folder that
+    is not private or not writable records nothing.
+
+    Args:
+        path: the entry.
+        payload: JSON-able.
+    """
+    if not private_folder(path.parent, create=True):
+        return
+    key = _mac_key(path.parent.parent, create=True)
+    if key is None:
+        return
+    body = json.dumps(payload).encode("utf-8")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"mac": _mac(key, path.name, body), "payload": payload}))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 def code_fingerprint() -> str:
@@ -99,6 +216,7 @@ class PlanCache:
         overrides: ``--hyperparams`` ``key -> value text``.
         n_timesteps: ``--n-timesteps`` (None: the configs' or the suite's).
         folder: where entries live (default :func:`cache_dir`; None there: the memo is off).
+        defer: keep new entries until :meth:`flush` (a command refused after planning records nothing).
     """
 
     def __init__(
@@ -107,8 +225,11 @@ class PlanCache:
         overrides: Mapping[str, str] | None = None,
         n_timesteps: int | None = None,
         folder: Path | None = None,
+        defer: bool = False,
     ) -> None:
         self.folder = folder if folder is not None else cache_dir()
+        self._defer = defer
+        self._pending: list[tuple[Path, dict[str, Any]]] = []
         self._common = {
             "configs": [[str(Path(p).resolve()), _file_digest(Path(p))] for p in config_files],
             "overrides": sorted((str(k), str(v)) for k, v in (overrides or {}).items()),
@@ -142,15 +263,9 @@ class PlanCache:
             default_budget: the suite's budget for the env (None: none).
         """
         path = self._path(algo, env_id, default_budget)
-        entry = None
-        if path is not None:
-            try:
-                if path.stat().st_size <= _MAX_ENTRY_BYTES:
-                    data = json.loads(path.read_text(encoding="utf-8"))
-                    if isinstance(data, dict) and data.get("algo") == algo and data.get("env_id") == env_id:
-                        entry = data
-            except (OSError, ValueError):
-                entry = None
+        entry = sealed_read(path, _MAX_ENTRY_BYTES) if path is not None else None
+        if not (isinstance(entry, dict) and entry.get("algo") == algo and entry.get("env_id") == env_id):
+            entry = None
         if entry is None:
             self.misses += 1
         else:
@@ -169,10 +284,12 @@ class PlanCache:
         path = self._path(algo, env_id, default_budget)
         if path is None:
             return
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"algo": algo, "env_id": env_id, **outcome}, sort_keys=True), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        self._pending.append((path, {"algo": algo, "env_id": env_id, **outcome}))
+        if not self._defer:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the entries kept so far (the plan was accepted)."""
+        pending, self._pending = self._pending, []
+        for path, entry in pending:
+            sealed_write(path, entry)

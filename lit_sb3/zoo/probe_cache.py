@@ -12,7 +12,8 @@ computes the answer as before, with the process's stdout/stderr silenced at the 
 env families import (their banners are printed by C code), and records it; errors are never recorded.
 
 Where: ``$LIT_SB3_CACHE_DIR/probes`` (beside :mod:`~lit_sb3.zoo.plan_cache`'s ``plans``), off when that variable is
-set empty. Entries are plain JSON read with a size bound.
+set empty. Entries are plain JSON read with a size bound, used only when verified
+(:func:`lit_sb3.zoo.plan_cache.sealed_read`: a private folder and a MAC over the key and the answer).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from lit_sb3.zoo.plan_cache import cache_dir, code_fingerprint
+from lit_sb3.zoo.plan_cache import cache_dir, code_fingerprint, sealed_read, sealed_write
 
 __all__ = ["file_digests", "memo", "silenced"]
 
@@ -71,20 +72,12 @@ def memo(kind: str, key: Mapping[str, Any], compute: Callable[[], Any]) -> Any:
     """
     path = _path(kind, key)
     if path is not None:
-        with contextlib.suppress(OSError, ValueError):
-            if path.stat().st_size <= _MAX_ENTRY_BYTES:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if isinstance(data, dict) and data.get("kind") == kind and "answer" in data:
-                    return data["answer"]
+        data = sealed_read(path, _MAX_ENTRY_BYTES)
+        if isinstance(data, dict) and data.get("kind") == kind and "answer" in data:
+            return data["answer"]
     answer = compute()
     if path is not None:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"kind": kind, "answer": answer}), encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError:
-            tmp.unlink(missing_ok=True)
+        sealed_write(path, {"kind": kind, "answer": answer})
     return answer
 
 

@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from lit_sb3.zoo.errors import BenchError
+from lit_sb3.zoo.errors import BenchError, check_count
 
 __all__ = ["add_arguments", "check_arguments", "command_flags", "plan_of", "run_until_verdict", "PLAN_TAG"]
 
@@ -75,6 +75,8 @@ def check_arguments(args: argparse.Namespace, algos: Sequence[str]) -> None:
     for key, value in _DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+    for key in ("min_seeds", "max_seeds", "wave"):  # bounded before the plan (its looks, the jobs) is built
+        check_count(f"--{key.replace('_', '-')}", getattr(args, key))
     if args.seeds is not None or args.seed_list is not None:
         raise BenchError(
             "--until-verdict chooses the seeds itself (0..--max-seeds-1, in waves); drop --seeds/--seed-list"

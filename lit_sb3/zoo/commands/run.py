@@ -18,14 +18,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from lit_sb3.zoo.errors import BenchError, finite_float
+from lit_sb3.zoo.errors import MAX_SEEDS, BenchError, check_count, finite_float
 from lit_sb3.zoo.seed_batching import AUTO, parse_seed_batch
 
 __all__ = ["add_parser", "run"]
 
 #: a job's seed seeds numpy, whose seeds are 32-bit; a grid of more seeds than this is a typo
 MAX_SEED = 2**32 - 1
-MAX_SEEDS = 100_000
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -126,12 +125,19 @@ def _seeds(args: argparse.Namespace) -> list[int]:
                 out.append(int(part))
             except ValueError as exc:
                 raise BenchError(f"--seed-list: expected integers separated by commas, got {part!r}") from exc
+            if len(out) > MAX_SEEDS:
+                raise BenchError(f"--seed-list: more than {MAX_SEEDS:,} seeds")
         if not out:
             raise BenchError("--seed-list: no seed given")
+        seen: set[int] = set()
+        for seed in out:
+            if seed in seen:
+                raise BenchError(f"--seed-list: seed {seed} is given twice; each seed runs once, list it once")
+            seen.add(seed)
         bad = [seed for seed in out if not 0 <= seed <= MAX_SEED]
         if bad:
             raise BenchError(f"--seed-list: seed {bad[0]} is out of range; seeds must be in [0, {MAX_SEED}]")
-        return list(dict.fromkeys(out))
+        return out
     n = 1 if args.seeds is None else args.seeds
     if n < 1:
         raise BenchError(f"--seeds must be >= 1, got {n}")
@@ -185,7 +191,7 @@ def _check_device(device: str) -> None:
             raise BenchError("--device cuda: no CUDA device is available here; use --device cpu or auto")
 
 
-def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
+def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str, list[str]]:
     from lit_sb3.zoo.commands.show_config import parse_overrides
     from lit_sb3.zoo.config.loading import check_yaml_file
     from lit_sb3.zoo.extras import check_env_extras, check_extra
@@ -208,8 +214,9 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         raise BenchError(f"--jobs must be >= 1, got {args.jobs}")
     if args.timeout is not None and args.timeout <= 0:
         raise BenchError(f"--timeout must be > 0, got {args.timeout:g}")
-    if args.seed_batch != AUTO and args.seed_batch < 1:
-        raise BenchError(f"--seed-batch must be 'auto' or an integer >= 1, got {args.seed_batch}")
+    if args.seed_batch != AUTO:
+        check_count("--seed-batch", args.seed_batch)
+    check_count("--jobs", args.jobs, maximum=4096)
     if args.launcher != "local":
         from lit_sb3.zoo.launchers import get_launcher
 
@@ -225,21 +232,20 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
     overrides = parse_overrides(args.hyperparams)
     notes: list[str] = []
+    cache = PlanCache(args.config, overrides, args.n_timesteps, defer=True)  # recorded once the plan is accepted
     jobs, skipped = plan_grid(
         algos, envs, seeds, n_timesteps=args.n_timesteps, eval_freq=args.eval_freq,
         eval_episodes=args.eval_episodes, config_files=args.config, overrides=overrides, device=args.device,
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
-        notes=notes, cache=PlanCache(args.config, overrides, args.n_timesteps), record_final=args.record_final,
-        impls=impls, eval_seed_offset=eval_seed_offset,
+        notes=notes, cache=cache, record_final=args.record_final, impls=impls, eval_seed_offset=eval_seed_offset,
     )  # fmt: skip
-    for line in notes:  # on-policy budgets rounded up to whole rollouts; each pair's evaluation protocol
-        print(line if line.startswith("evaluation: ") else f"budget: {line}", flush=True)
     if not jobs:
         reasons = "; ".join(s.reason for s in skipped) or "empty grid"
         raise BenchError(f"nothing to run: {reasons}")
     unique = list({j.job_id: j for j in jobs}.values())
     experiment = args.experiment or _default_experiment(args.envs)
-    return unique, skipped, experiment
+    cache.flush()
+    return unique, skipped, experiment, notes
 
 
 def _impls(args: argparse.Namespace) -> tuple[list[str], int]:
@@ -468,22 +474,28 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
 
     from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, default_experiment_name
 
-    # on screen at once, before the imports and the planning (several seconds on a loaded machine)
     uri = args.tracking_uri or DEFAULT_TRACKING_URI
-    seeds = args.seed_list or (f"{args.seeds} seed(s)" if args.seeds else "1 seed")
-    if getattr(args, "until_verdict", False):
-        seeds = "seeds in waves until a verdict"
-    print(f"bench run: algos {args.algos} x envs {args.envs} x {seeds}; {args.jobs or os.cpu_count()} worker(s); "
-          f"experiment '{args.experiment or default_experiment_name(args.envs)}' at {uri}; planning...",
-          flush=True)  # fmt: skip
     from lit_sb3.zoo.tracking import check_name, open_tracking
 
     if args.experiment is not None:
         check_name(args.experiment, "--experiment")  # it names folders (artifacts, reports): refused first
     launcher = None
-    if not args.dry_run:  # shown (redrawn every second on a terminal) from now on: planning, store, workers
+    if not args.dry_run:  # on a terminal, the live table at once (planning, store, workers); erased on a refusal
         progress.start("planning")
-    jobs, skipped, experiment = _plan(args)
+    try:
+        jobs, skipped, experiment, notes = _plan(args)  # notes: printed under the banner once the plan is accepted
+    except BaseException:
+        progress.stop(clear=True)
+        raise
+    # after the planning: a refused command prints its one line and nothing before it
+    seeds = args.seed_list or (f"{args.seeds} seed(s)" if args.seeds else "1 seed")
+    if getattr(args, "until_verdict", False):
+        seeds = "seeds in waves until a verdict"
+    print(f"bench run: algos {args.algos} x envs {args.envs} x {seeds}; {args.jobs or os.cpu_count()} worker(s); "
+          f"experiment '{args.experiment or default_experiment_name(args.envs)}' at {uri}",
+          flush=True)  # fmt: skip
+    for line in notes:  # on-policy budgets rounded up to whole rollouts; each pair's evaluation protocol
+        print(line if line.startswith("evaluation: ") else f"budget: {line}", flush=True)
     if getattr(args, "until_verdict", False):  # waves of seeds until each comparison is settled
         from lit_sb3.zoo.waves import run_until_verdict
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lit_sb3.zoo.errors import BenchError, finite_float
+from lit_sb3.zoo.errors import MAX_TRIALS, BenchError, check_count, finite_float
 from lit_sb3.zoo.seed_batching import AUTO, parse_seed_batch
 
 __all__ = ["add_parser", "run"]
@@ -282,8 +282,10 @@ def run(args: argparse.Namespace) -> int:
         raise BenchError(reason)
     for name in ("n_trials", "n_timesteps", "n_evaluations", "eval_episodes", "seeds_per_trial", "jobs"):
         _positive("--" + name.replace("_", "-"), getattr(args, name))
+    check_count("--n-trials", args.n_trials, maximum=MAX_TRIALS)  # bounded before the study or its seeds exist
+    check_count("--seeds-per-trial", args.seeds_per_trial)
     if args.seed_batch != AUTO:
-        _positive("--seed-batch", args.seed_batch)
+        check_count("--seed-batch", args.seed_batch)
     _positive("--n-startup-trials", args.n_startup_trials, 0)
     _positive("--n-warmup-evaluations", args.n_warmup_evaluations, 0)
     if args.timeout is not None and args.timeout <= 0:

@@ -7,21 +7,25 @@ creates with a given MLflow (and SQLAlchemy/alembic) version is copied, right af
 suite writes anything, to ``$LIT_SB3_CACHE_DIR/mlflow-templates/`` (beside the plan memo; off when that variable is
 set empty); later new stores start as a copy of it. The copy's ``Default`` experiment (id 0, which MLflow points at
 ``<working folder>/mlruns/0`` when it creates a store) is pointed at the new working folder's, as MLflow would
-have. A template is a plain sqlite file read by sqlite (nothing in it is executed) and bounded in size.
+have. A template is a plain sqlite file read by sqlite (nothing in it is executed) and bounded in size, and it is
+copied only when it is verified: this user's private file in a private folder, its sha256 sealed (MAC with the
+user's cache key, :func:`lit_sb3.zoo.plan_cache.sealed_write`) when it was kept, and, read back, an empty store
+(no run, only the ``Default`` experiment). Anything else is ignored: MLflow creates the store (and the template is
+kept again).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
-import shutil
 import sqlite3
 from importlib import metadata
 from pathlib import Path
 
-from lit_sb3.zoo.plan_cache import cache_dir
+from lit_sb3.zoo.plan_cache import _read_private, cache_dir, sealed_read, sealed_write
 
-__all__ = ["restore_template", "save_template", "template_path"]
+__all__ = ["restore_template", "save_template", "template_path", "verified_template"]
 
 _MAX_TEMPLATE_BYTES = 16 << 20  # an empty migrated store is ~1 MB
 
@@ -49,10 +53,13 @@ def restore_template(path: Path) -> bool:
         return False
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        if not template.is_file() or template.stat().st_size > _MAX_TEMPLATE_BYTES:
+        data = verified_template(template)
+        if data is None:
             return False
-        shutil.copyfile(template, tmp)
+        tmp.write_bytes(data)
         with contextlib.closing(sqlite3.connect(tmp)) as db, db:
+            if not _is_empty_store(db):
+                raise sqlite3.DatabaseError("not an empty MLflow store")
             default = str(Path.cwd().resolve() / "mlruns" / "0")
             db.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (default,))
         os.replace(tmp, path)
@@ -63,6 +70,32 @@ def restore_template(path: Path) -> bool:
         return False
 
 
+def verified_template(template: Path) -> bytes | None:
+    """The template's bytes when they are the ones sealed by :func:`save_template` (a private file, its sha256 under
+    this user's MAC), else None.
+
+    Args:
+        template: :func:`template_path`.
+    """
+    seal = sealed_read(_seal_path(template), 4096)
+    data = _read_private(template, _MAX_TEMPLATE_BYTES)
+    if not isinstance(seal, dict) or data is None or seal.get("sha256") != hashlib.sha256(data).hexdigest():
+        return None
+    return data
+
+
+def _seal_path(template: Path) -> Path:
+    return template.with_name(template.name + ".seal")
+
+
+def _is_empty_store(db: sqlite3.Connection) -> bool:
+    """A migrated MLflow store with nothing in it: a schema version, no run, only the ``Default`` experiment."""
+    (version,) = db.execute("SELECT count(*) FROM alembic_version").fetchone()
+    (runs,) = db.execute("SELECT count(*) FROM runs").fetchone()
+    experiments = db.execute("SELECT experiment_id, name FROM experiments").fetchall()
+    return version == 1 and runs == 0 and experiments == [(0, "Default")]
+
+
 def save_template(path: Path) -> None:
     """Keep the store MLflow just created at ``path`` (migrated, nothing of the suite in it yet) as the template,
     unless there is one; an unwritable cache keeps nothing.
@@ -71,14 +104,20 @@ def save_template(path: Path) -> None:
         path: the new sqlite store.
     """
     template = template_path()
-    if template is None or template.exists():
+    if template is None or verified_template(template) is not None:
+        return  # kept already (one that does not verify is replaced)
+    from lit_sb3.zoo.plan_cache import private_folder
+
+    if not private_folder(template.parent, create=True):
         return
     tmp = template.with_name(f".{template.name}.{os.getpid()}.tmp")
     try:
-        template.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.closing(sqlite3.connect(path)) as src, contextlib.closing(sqlite3.connect(tmp)) as dst:
             src.backup(dst)  # a consistent copy even while MLflow's engine holds the file open
+        os.chmod(tmp, 0o600)
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
         os.replace(tmp, template)
+        sealed_write(_seal_path(template), {"sha256": digest})
     except (OSError, sqlite3.Error):
         with contextlib.suppress(OSError):
             tmp.unlink()
