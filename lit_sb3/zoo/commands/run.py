@@ -218,6 +218,10 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     )  # fmt: skip
     for line in notes:  # on-policy budgets rounded up to whole rollouts; each pair's evaluation protocol
         print(line if line.startswith("evaluation: ") else f"budget: {line}", flush=True)
+    from lit_sb3.zoo.env_warnings import drain
+
+    for line in drain():  # what the env families said while planning made their envs, once, above the display
+        print(f"note (from building the envs): {line}", flush=True)
     if not jobs:
         reasons = "; ".join(s.reason for s in skipped) or "empty grid"
         raise BenchError(f"nothing to run: {reasons}")
@@ -259,6 +263,31 @@ def _claim_store(tracking: Any, skipped: Sequence[Any]) -> dict[str, str]:
     if n_stale:
         print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
     return active
+
+
+def _print_estimate(args: argparse.Namespace, tracking: Any, jobs: Sequence[Any], todo: Sequence[Any],
+                    units: Sequence[Any], until_verdict: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Print what the grid will cost here (:func:`lit_sb3.zoo.cost.plan_lines`); each job's cost (the ETA's
+    prior).
+
+    Args:
+        args: parsed arguments (``--jobs``, ``--seed-batch``, ``--launcher``).
+        tracking: the experiment's tracking session (finished runs give the rates).
+        jobs: every job of the grid.
+        todo: those to run.
+        units: ``todo`` in seed batches.
+        until_verdict: the grid is ``--until-verdict``'s.
+    """
+    import os
+
+    from lit_sb3.zoo.cost import plan_lines
+
+    workers = args.jobs or os.cpu_count() or 1
+    runs = tracking.timed_job_runs(sorted({j.algo for j in jobs}))
+    lines, costs = plan_lines(jobs, todo, units, args.seed_batch, workers, runs, args.launcher, until_verdict)
+    for line in lines:
+        print(line, flush=True)
+    return costs
 
 
 def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -447,7 +476,8 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
     finished = tracking.finished_job_ids()
     if args.dry_run:
         _print_plan(jobs, skipped, finished, experiment, uri)
-        _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch)
+        todo = [j for j in jobs if j.job_id not in finished]
+        _print_estimate(args, tracking, jobs, todo, _seed_batch_units(todo, args.seed_batch))
         return 0
     active = _claim_store(tracking, skipped)
     todo = [j for j in jobs if j.job_id not in finished and j.job_id not in active]
@@ -459,7 +489,8 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
     units = _seed_batch_units(todo, args.seed_batch)
-    progress.set_jobs(todo, "starting workers")
+    costs = _print_estimate(args, tracking, jobs, todo, units)
+    progress.set_jobs(todo, "starting workers", units=units, costs=costs, seed_batch=args.seed_batch)
     from lit_sb3.zoo.launchers import get_launcher
 
     if launcher is None:
