@@ -41,13 +41,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--algos", help="only these algorithms (comma list)")
     parser.add_argument("--write", action="store_true", help="write the rows into benchmarks/rates.yml")
+    parser.add_argument("--folder", help="keep the store in this folder (default: a temporary one); the rows are read "
+                        "from every run in it, so two invocations with different --algos can share it")  # fmt: skip
     args = parser.parse_args()
     only = set(args.algos.split(",")) if args.algos else None
     from lit_sb3.zoo.cost import Rates, rates_from_runs
     from lit_sb3.zoo.tracking import open_tracking
 
     rows: dict[str, dict[str, dict[str, float]]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-rates-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-rates-") as scratch:
+        tmp = args.folder or scratch
         uri = f"sqlite:///{tmp}/mlflow.db"
         for algos, env, family, extra in GRIDS:
             chosen = [a for a in algos.split(",") if only is None or a in only]

@@ -21,16 +21,23 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 __all__ = [
+    "Estimate",
     "JobCost",
     "Rates",
+    "TIME_METRICS",
+    "duration",
     "env_family",
     "estimate_grid",
     "job_cost",
+    "job_costs",
     "load_rates",
+    "n_evaluations",
+    "plan_lines",
     "rates_from_runs",
     "schedule_eta",
     "seed_batch_speedup",
     "unit_seconds",
+    "until_verdict_seconds",
     "warmup_steps",
 ]
 
@@ -297,16 +304,12 @@ class Estimate:
         cpu_seconds: the units' seconds summed (one slot each).
         train_steps: training env steps.
         eval_steps: evaluation env steps (an upper bound: every episode at the time limit).
-        sources: ``algo on family -> where its rates come from``.
-        costs: job id -> its :class:`JobCost`.
     """
 
     seconds: float
     cpu_seconds: float
     train_steps: int
     eval_steps: float
-    sources: dict[str, str]
-    costs: dict[str, JobCost]
 
 
 def job_costs(jobs: Sequence[Any], runs: Iterable[Mapping[str, Any]] = ()) -> tuple[dict[str, JobCost], dict[str, str]]:
@@ -356,8 +359,6 @@ def estimate_grid(units: Sequence[Sequence[Any]], workers: int, k: int, costs: M
         cpu_seconds=sum(seconds),
         train_steps=sum(c.train_steps for c in jobs),
         eval_steps=sum(c.eval_steps for c in jobs),
-        sources={},
-        costs=dict(costs),
     )
 
 

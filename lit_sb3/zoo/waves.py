@@ -362,13 +362,16 @@ def _decisions_md(family: Sequence[Any]) -> str:
 def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any], args: argparse.Namespace,
               seed_batch_units: Any, runbook_cls: Any) -> list[Any]:  # fmt: skip
     """Run one wave's jobs through the launcher (the same path as a plain ``bench run``); their results."""
+    from lit_sb3.zoo.cost import job_costs
     from lit_sb3.zoo.launchers.base import JobDone
     from lit_sb3.zoo.progress import GridProgress, progress_interval
 
     units = seed_batch_units(wave, args.seed_batch)
+    costs, _ = job_costs(wave, tracking.timed_job_runs(sorted({j.algo for j in wave})))  # the ETA's estimate
     results = []
     with GridProgress(len(wave), jobs=wave, file=sys.stdout, workers=args.jobs,
-                      interval=progress_interval(args.progress_interval)) as progress:  # fmt: skip
+                      interval=progress_interval(args.progress_interval), units=units, costs=costs,
+                      seed_batch=args.seed_batch) as progress:  # fmt: skip
         for event in launcher.submit(units, tracking.target, runbook_cls(tracking, parent_id)):
             progress.handle(event)
             if isinstance(event, JobDone):
