@@ -19,8 +19,8 @@ from tests.mlflow_store import copy_store as _store
 
 ROOT = Path(__file__).resolve().parent.parent
 # the README's main job (scripts/main.sh)
-README_ARGV = ["run", "--algos", "sac,a2c", "--envs", "Pendulum-v1", "--seeds", "5", "--seed-batch", "5",
-               "--n-timesteps", "3000", "--eval-freq", "1000", "--eval-episodes", "5"]  # fmt: skip
+README_ARGV = ["run", "--algos", "sac,a2c", "--envs", "Pendulum-v1", "--seeds", "5", "--n-timesteps", "3000",
+               "--eval-freq", "1000", "--eval-episodes", "5"]  # fmt: skip
 
 
 def _plan(cache: PlanCache | None, *, algos=("ppo", "dqn", "sac"), envs=("CartPole-v1", "Pendulum-v1"),

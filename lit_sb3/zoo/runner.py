@@ -296,6 +296,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
     """Train the seeds as one model and record each; returns why they cannot be one model (nothing was trained
     or recorded then; only for K > 1), else None once every seed's run has ended."""
     t_start = time.monotonic()
+    age = process_age()  # the process's start before this call (spawn, imports): part of the job's start-up
     model: Any = None
 
     def report(seed: _Seed) -> None:
@@ -400,7 +401,8 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
                     finish_job(seed.spec, seed.view.member(), eval_cb, hook_cb, [seed.logger], seed.result,
                                store=store, mlflow_logger=seed.mlflow_logger, folder=Path(tmp), t_start=t_start,
                                fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording(),
-                               train_seconds=train_seconds, progress_cb=seed.callbacks[2])  # fmt: skip
+                               train_seconds=train_seconds, progress_cb=seed.callbacks[2],
+                               process_seconds=age)  # fmt: skip
                 except Exception as exc:  # noqa: BLE001 - this seed fails, the others are still recorded
                     record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, seed.view.num_timesteps)
                 report(seed)
@@ -456,7 +458,8 @@ def _recording_eval_env(spec: JobSpec, folder: Path, start: Callable[[], bool]) 
 def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: Sequence[Any], result: JobResult, *,
                store: Any, mlflow_logger: Any, folder: Path, t_start: float, fit_seconds: float,
                stopped_status: str = "FINISHED", video: tuple[Any, Path] | None = None,
-               train_seconds: float | None = None, progress_cb: Any = None) -> None:  # fmt: skip
+               train_seconds: float | None = None, progress_cb: Any = None,
+               process_seconds: float = 0.0) -> None:  # fmt: skip
     """After a job's training: the final evaluation (unless the last periodic one was at the end, or a hook
     stopped the run: its score is the evaluation that stopped it), the ``final/*`` and ``time/*`` metrics, the
     artifacts, and the run ended FINISHED (or ``stopped_status``); fills ``result`` (one seed of :func:`run_jobs`).
@@ -479,6 +482,7 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
             ``progress_cb`` (its :class:`~lit_sb3.zoo.worker.callbacks.ProgressCallback`: the warm-up's seconds),
             the ``time/*`` metrics the cost estimates read (:mod:`lit_sb3.zoo.cost`) are logged.
         progress_cb: see ``train_seconds``.
+        process_seconds: how long the process had run when the job started (counted in its start-up).
     """
     result.stopped_early = bool(hook_cb.stopped)
     eval_before = eval_cb.eval_seconds
@@ -504,7 +508,8 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
         final.update({
             "time/train_seconds": train_seconds, "time/eval_seconds": eval_cb.eval_seconds,
             "time/eval_steps": float(eval_cb.eval_steps), "time/seed_batch": float(eval_cb.clock.batch),
-            "time/startup_seconds": max(0.0, wall - fit_seconds - (eval_cb.eval_seconds - eval_before)),
+            "time/startup_seconds": process_seconds
+            + max(0.0, wall - fit_seconds - (eval_cb.eval_seconds - eval_before)),
         })  # fmt: skip
         if progress_cb.warmup_steps and math.isfinite(progress_cb.warmup_seconds):
             final["time/warmup_steps"] = float(progress_cb.warmup_steps)
@@ -528,6 +533,18 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
     result.status = stopped_status if result.stopped_early else "FINISHED"
     if store is not None:
         store.end_run(result.run_id, result.status)
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux ``/proc``; 0 where it cannot be read)."""
+    import os
+
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time in clock ticks after boot
+        return max(0.0, float(Path("/proc/uptime").read_text().split()[0]) - started)
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def record_failure(exc: BaseException, result: JobResult, store: Any, mlflow_logger: Any, t_start: float,
