@@ -563,8 +563,8 @@ class RLTrainer(L.Trainer):
             )
 
         self._rl_env = resolved_env
-        if model.verbose >= 1:
-            print(f"Using {self.strategy.root_device} device")
+        if model.verbose >= 1 and str(self.strategy.root_device) != str(model.device):
+            print(f"Using {self.strategy.root_device} device")  # the constructor announced the model's own
         self._configure_lightning_logger()
         if not any(isinstance(cb, _RLLoopCallback) for cb in cast(list[Any], self.callbacks)):
             self._attach_callback(_RLLoopCallback())

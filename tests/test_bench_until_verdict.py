@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -79,10 +80,10 @@ def test_until_verdict_kill_between_waves_and_resume(
             proc.kill()
     killed_parent = parents[0].info.run_id
     first = _artifact(uri, killed_parent, "sequential/look_1.json", in_tmp_path / "a")
-    assert _outcomes(first) == {
-        "CartPole-v1": ("x_better", 5),
+    assert _outcomes(first) == {  # P(a2c > ppo): X before Y in name order, whatever the order of --algos
+        "CartPole-v1": ("y_better", 5),
         "MountainCar-v0": ("open", 5),
-        "aggregate": ("x_better", 5),
+        "aggregate": ("y_better", 5),
     }
     time.sleep(2)  # the killed run's workers notice their parent is gone (they poll every 0.5 s)
 
@@ -102,9 +103,9 @@ def test_until_verdict_kill_between_waves_and_resume(
     final = _artifact(uri, parent.info.run_id, "sequential/decisions.json", in_tmp_path / "c")
     # the clear pair stopped at --min-seeds, the identical pair (all ties) ran to --max-seeds and stays open
     assert _outcomes(final) == {
-        "CartPole-v1": ("x_better", 5),
+        "CartPole-v1": ("y_better", 5),
         "MountainCar-v0": ("open", 6),
-        "aggregate": ("x_better", 5),
+        "aggregate": ("y_better", 5),
     }
     reasons = {c["env"]: c["reason"] for c in final["comparisons"]}
     assert reasons["MountainCar-v0"] == "max seeds reached (6) and still open"
@@ -138,6 +139,11 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert "decided on the first 5 seeds per algorithm on the aggregate over the envs" in md
     assert "by the group-sequential permutation test of P(X > Y) (pocock spending, looks at 5, 6 seeds)" in md
     assert "- On CartPole-v1: ppo is credibly better than a2c; decided on the first 5 seeds per algorithm" in md
+    # one orientation and one interval: the terminal, the report and MLflow all state P(a2c > ppo)
+    said = set(re.findall(r"P\((\w+) > (\w+)\)", out + md)) - {("X", "Y")}
+    assert said == {("a2c", "ppo")}, said
+    assert not [x for x in md.splitlines() if "P(a2c > ppo) =" in x and "bootstrap" in x]
+    assert any(k.startswith("report/poi/a2c_vs_ppo") for k in _runs(uri, "seq", "report")[0].data.metrics)
 
 
 @pytest.mark.parametrize(

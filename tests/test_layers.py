@@ -1,5 +1,6 @@
 """The library never imports the suite: every module of ``lit_sb3`` outside ``lit_sb3.zoo`` imports without loading
-``lit_sb3.zoo`` or the suite's heavy dependencies (docs/architecture.md)."""
+``lit_sb3.zoo`` or the suite's heavy dependencies, nor the reference side (rl_zoo3, sb3-contrib, SB3: the suite runs them in processes of
+their own) (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ while todo:
                 todo.append(module)
 for name in lit_sb3.__all__:
     getattr(lit_sb3, name)
-loaded = sorted(m for m in ("lit_sb3.zoo", "mlflow", "optuna", "rliable", "ray") if m in sys.modules)
+loaded = sorted(m for m in ("lit_sb3.zoo", "mlflow", "optuna", "rliable", "ray", "rl_zoo3", "sb3_contrib",
+                            "stable_baselines3") if m in sys.modules)
 print(",".join(loaded) or "none")
 """
 

@@ -327,7 +327,7 @@ def test_checkpoint_url_with_a_pickle_payload_is_refused(tmp_path, monkeypatch):
 # ---------------------------------------------------------------- TensorBoard
 
 
-def test_tensorboard_train_values_at_their_own_step_and_hparams(tmp_path):
+def test_tensorboard_train_values_at_the_dump_step_and_hparams(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     logger = TensorBoardLogger(tmp_path, name="tb", version="v")
@@ -337,9 +337,9 @@ def test_tensorboard_train_values_at_their_own_step_and_hparams(tmp_path):
     events.Reload()
     steps = [e.step for e in events.Scalars("train/actor_loss")]
     # an update after each episode (200 steps), logs dumped every 2 episodes (400, 800) with the latest train
-    # values at the env step they were recorded (200, 600), the rest flushed at the end at its own step (1,000:
-    # the episode cut by the budget at 1,100 has no update yet), not all at the final step
-    assert steps == [200, 600, 1000]
+    # values at the dump's env step, as SB3 dumps them (one dump, one step); the update after the last dump
+    # (at 1,000) is flushed at the end, at the final env step (1,100)
+    assert steps == [400, 800, 1100]
     assert [e.step for e in events.Scalars("time/fps")] == [400, 800]
     plugin = events.PluginTagToContent("hparams")
     assert "_hparams_/session_start_info" in plugin

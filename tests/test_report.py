@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import time
 from pathlib import Path
 
@@ -139,7 +140,7 @@ def test_report_files(report: tuple[Path, int]) -> None:
     for heading in (
         "## Summary",
         "## Aggregate metrics",
-        "## Probability of improvement",
+        "## Verdicts with error control",
         "## Per-env results",
         "## Failed and missing runs",
         "## Wall-clock and throughput",
@@ -267,8 +268,9 @@ def test_unreadable_uri(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
 RAND, REF = ENVS["Pendulum-v1"]
 
 
-def _one_env_store(folder: Path, template: Path, seeds: int, levels: dict[str, float]) -> str:
-    """``seeds`` runs per algorithm on Pendulum-v1, final normalised scores ~ level (+ small noise)."""
+def _one_env_store(folder: Path, template: Path, seeds: int, levels: dict[str, float], episodes: str = "7") -> str:
+    """``seeds`` runs per algorithm on Pendulum-v1, final normalised scores ~ level (+ small noise), each from
+    ``episodes`` evaluation episodes."""
     from mlflow.entities import Metric, Param
 
     from tests.mlflow_store import client, copy_store
@@ -297,12 +299,17 @@ def _one_env_store(folder: Path, template: Path, seeds: int, levels: dict[str, f
             params = {
                 "n_timesteps": "4000",
                 "eval_freq": "1000",
-                "eval_episodes": "7",
+                "eval_episodes": episodes,
                 "seed": str(seed),
                 "policy": "MlpPolicy",
-                "algo_kwargs.learning_rate": lrs[algo],
+                "algo_kwargs.learning_rate": lrs.get(algo, "0.001"),
                 "algo_kwargs.gamma": "0.98",
-                "model.learning_rate": lrs[algo],  # the Lightning logger's duplicate: left out of the table
+                "model.learning_rate": lrs.get(algo, "0.001"),  # the Lightning logger's duplicate: left out
+                "callback": "[]",  # bookkeeping, and constructor defaults of both algorithms: hidden
+                "verbose": "0",
+                "tau": "0.005",
+                "buffer_size": "1000000",
+                "batch_size": "256",
             }
             c.log_batch(rid, metrics=metrics, params=[Param(k, v) for k, v in params.items()])
             c.set_terminated(rid, "FINISHED")
@@ -339,16 +346,21 @@ def test_two_runs_each_give_no_verdict(tmp_path: Path, mlflow_template: Path) ->
     assert md.index("> **Warning:** too few runs for a verdict") < md.index("## Summary")
     assert "too few runs for a verdict (n=2 sac, n=2 td3 per env; a verdict needs >= 5)" in md
     poi = agg["probability_of_improvement"][0]
-    assert poi["low"] == poi["point"] == poi["high"] == 1.0  # the interval only spans the two values
+    # the one interval of P(X > Y) is the confidence sequence: honest at 2 runs (a bootstrap CI would be [1, 1])
+    assert poi["point"] == 1.0 and poi["low"] < 0.5 and poi["high"] == 1.0
+    assert poi["interval_name"] == "95 % confidence sequence"
     html = (tmp_path / "r" / "report.html").read_text()
     assert '<div class="warn"><strong>Warning:</strong> too few runs for a verdict' in html
     # with the threshold lowered the exact test decides: 2 separated runs against 2 cannot reach 5 % (the
-    # smallest two-sided p is 2/6), so no pair is called although the bootstrap CI [1, 1] excludes 0.5
+    # smallest two-sided p is 2/6), and the verdict says so
     md, agg = _report(uri, tmp_path / "r2", "--min-runs", "2")
-    assert "Warning" not in md and "credibly better" not in md
+    assert "Warning:** too few" not in md and "credibly better" not in md
     (d,) = agg["verdicts"]
-    assert d["kind"] == "no_difference" and d["p_value"] > 0.3 and d["low"] == 1.0
-    assert "- no credible difference between sac and td3: P(sac > td3) = 1.000 [1.000, 1.000] (95 % bootstrap CI)" in md
+    assert d["kind"] == "open" and d["p_value"] > 0.3
+    assert (
+        "- open: no verdict between sac and td3 is possible at 2 seeds per algorithm (the exact test's smallest p "
+        "is 0.333 > 0.05): P(sac > td3) = 1.000 [" in md
+    )
 
 
 def test_four_separated_runs_are_called_when_the_threshold_allows(tmp_path: Path, mlflow_template: Path) -> None:
@@ -371,16 +383,16 @@ def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template
     md, agg = _report(uri, tmp_path / "r")
     assert "Warning" not in md and agg["sample_warning"] is None
     line = next(x for x in md.splitlines() if x.startswith("- sac is credibly better than td3"))
-    # the claim says what it rests on, its rule and its error rate
-    assert "P(sac > td3) = 1.000 [1.000, 1.000] (95 % bootstrap CI)" in line
+    # the claim says what it rests on, its interval (named), its rule and its error rate
+    assert "P(sac > td3) = 1.000 [" in line and "(95 % confidence sequence)" in line
     assert "rests on 10 runs (sac: n=5, td3: n=5 per env) on 1 env, 4,000 env steps per run" in line
     assert "decided on the first 5 seeds per algorithm on Pendulum-v1 (p = 0.00" in line  # exact: 2/252
     assert (
         "by the exact permutation test of P(X > Y) (one look), Holm over 1 comparisons, family-wise error <= 0.05"
         in line
     )
-    # one wording everywhere: the table of probability of improvement and the error-control section agree
-    assert md.count("sac is credibly better than td3") == 3  # summary, probability of improvement, section
+    # one wording everywhere: the summary and the error-control section agree
+    assert md.count("sac is credibly better than td3") == 2  # summary, section
     # budget, protocol, differing hyperparameters (no duplicate from model.*), normalisation constants
     assert "## Budget and evaluation protocol" in md
     assert "| Pendulum-v1 | sac | — | 4,000 | 4,000 | 1,000 | 7 | True |" in md  # no budget asked logged here
@@ -406,8 +418,6 @@ def test_five_separated_runs_each_give_a_verdict(tmp_path: Path, mlflow_template
             other = ref["aggregates"][algo][metric]
             assert other["point"] == pytest.approx(iv["point"]), (algo, metric)
             assert abs(other["low"] - iv["low"]) < 0.01 and abs(other["high"] - iv["high"]) < 0.01, (algo, metric)
-    for mine, theirs in zip(agg["probability_of_improvement"], ref["probability_of_improvement"]):
-        assert abs(mine["low"] - theirs["low"]) < 0.01 and abs(mine["high"] - theirs["high"]) < 0.01
     for algo in ("sac", "td3"):
         for key in ("low", "high"):
             diff = np.abs(np.array(agg["iqm_curves"][algo][key]) - ref["iqm_curves"][algo][key])
@@ -435,3 +445,128 @@ def test_rliable_engine_needs_equal_runs(
     )
     err = capsys.readouterr().err
     assert rc == 2 and "rliable.library needs the same number of runs on every task" in err and err.count("\n") == 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# one story per quantity: one interval and one orientation of P(X > Y), verdict texts at every sample size, the
+# per-seed plot, the short-evaluation flag, the hyperparameter tables
+# ---------------------------------------------------------------------------------------------------------
+_P = re.compile(r"P\((\w+) > (\w+)\) = (\S+) \[(\S+), (\S+)\]")
+
+
+@pytest.mark.parametrize(("n", "decided"), [(2, False), (4, False), (5, True), (10, True)])
+def test_verdict_text_follows_the_rule_at_every_sample_size(
+    tmp_path: Path, mlflow_template: Path, n: int, decided: bool
+) -> None:
+    """Separated scores at n = 2, 4, 5, 10 runs each (default --min-runs 5): below 5 no verdict and nothing that
+    reads as one (no p, no "decided on"); from 5 on the verdict with what decided it."""
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=n, levels={"sac": 0.95, "td3": 0.2})
+    md, agg = _report(uri, tmp_path / "r")
+    (d,) = agg["verdicts"]
+    summary = next(x for x in md.splitlines() if "P(sac > td3) = " in x and x.startswith("- "))
+    row = next(x for x in md.splitlines() if x.startswith("| sac | td3 | Pendulum-v1 |"))
+    if decided:
+        assert d["kind"] == "better" and d["winner"] == "sac"
+        assert summary.startswith("- sac is credibly better than td3: ")
+        assert f"decided on the first {n} seeds per algorithm on Pendulum-v1 (p = " in summary
+        assert "too few" not in summary + row and "Warning" not in md
+    else:
+        assert d["kind"] == "too_few_runs"
+        assert summary.startswith(f"- too few runs for a verdict (n={n} sac, n={n} td3 per env; a verdict needs >= 5)")
+        assert "not decided" in summary and "decided on" not in summary and "p = " not in summary
+        assert "below 5 runs: not read" in row and "credibly better" not in md
+        assert "> **Warning:** too few runs for a verdict" in md
+    for line in md.splitlines():  # never both
+        assert not ("too few runs" in line and "decided on" in line), line
+
+
+def test_one_interval_and_one_orientation(tmp_path: Path, mlflow_template: Path) -> None:
+    """Three algorithms, one of them worse than the one after it in name order: every statement of P(X > Y) in
+    report.md, report.html, aggregates.json and the MLflow report run has X before Y in name order and, for a
+    pair, the same interval (its confidence sequence, named), never a bootstrap CI."""
+    import html as html_lib
+
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=6, levels={"sac": 0.2, "td3": 0.9, "ddpg": 0.5})
+    md, agg = _report(uri, tmp_path / "r")
+    text = html_lib.unescape((tmp_path / "r" / "report.html").read_text())
+    said = {}
+    for doc in (md, text):
+        for x, y, point, low, high in _P.findall(doc):
+            assert x < y, f"P({x} > {y}) is not in name order"
+            said.setdefault((x, y), set()).add((point, low, high))
+    assert set(said) == {("ddpg", "sac"), ("ddpg", "td3"), ("sac", "td3")}
+    assert all(len(v) == 1 for v in said.values()), said  # one interval per pair
+    # the error-control table gives the same numbers, under the interval's name
+    name = agg["probability_of_improvement"][0]["interval_name"]
+    assert name == "98.33 % confidence sequence, simultaneous over the 3 comparisons"
+    assert f"| P(X > Y) | {name} |" in md
+    for d in agg["probability_of_improvement"]:
+        ((point, low, high),) = said[(d["x"], d["y"])]
+        row = next(x for x in md.splitlines() if x.startswith(f"| {d['x']} | {d['y']} | Pendulum-v1 |"))
+        assert f"| {point} | [{low}, {high}] |" in row
+        assert float(low) == pytest.approx(d["low"], abs=5e-4) and float(high) == pytest.approx(d["high"], abs=5e-4)
+    assert not [x for x in md.splitlines() if _P.search(x) and "bootstrap" in x]
+    # td3 wins against sac, and the text says so without turning the pair around
+    line = next(x for x in md.splitlines() if x.startswith("- td3 is credibly better than sac: P(sac > td3) = 0.000 ["))
+    assert "(98.33 % confidence sequence, simultaneous over the 3 comparisons)" in line
+    from tests.mlflow_store import runs
+
+    (report,) = runs(uri, "small", "report")
+    keys = {k for k in report.data.metrics if k.startswith("report/poi/")}
+    assert keys == {f"report/poi/{x}_vs_{y}{s}" for x, y in said for s in ("", "_low", "_high")}
+    assert report.data.metrics["report/poi/sac_vs_td3_high"] == pytest.approx(agg["verdicts"][2]["high"])
+
+
+def test_final_scores_plot_and_short_evaluation_flag(tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=5, levels={"sac": 0.9, "td3": 0.3}, episodes="2")
+    md, agg = _report(uri, tmp_path / "r")
+    # the per-seed strip plot of the scores the verdicts rest on, and each seed's score in the per-env table
+    assert (tmp_path / "r" / "figures" / "final_scores.png").stat().st_size > 1000
+    assert "](figures/final_scores.png)" in md
+    assert 'data-file="figures/final_scores.png"' in (tmp_path / "r" / "report.html").read_text()
+    assert agg["per_env"]["Pendulum-v1"]["sac"]["seeds"] == [0, 1, 2, 3, 4]
+    assert len(agg["per_env"]["Pendulum-v1"]["sac"]["scores"]) == 5
+    row = next(x for x in md.splitlines() if x.startswith("| Pendulum-v1 | sac | 5 | 0: "))
+    assert row.count(" †") == 5
+    # 2 evaluation episodes: flagged at the top, in the protocol table and per score
+    warning = next(w for w in agg["warnings"] if w.startswith("scores resting on fewer than 5 evaluation episodes"))
+    assert "sac on Pendulum-v1: 2" in warning and "td3 on Pendulum-v1: 2" in warning
+    assert "| Pendulum-v1 | sac | — | 4,000 | 4,000 | 1,000 | 2 † | True |" in md
+    assert agg["per_env"]["Pendulum-v1"]["td3"]["short_evaluation"] == [True] * 5
+    # 7 episodes: no flag
+    (tmp_path / "ok").mkdir()
+    uri = _one_env_store(tmp_path / "ok", mlflow_template, seeds=5, levels={"sac": 0.9, "td3": 0.3})
+    md, agg = _report(uri, tmp_path / "ok" / "r")
+    assert "†" not in md and not any("evaluation episodes" in w for w in agg["warnings"])
+
+
+def test_hyperparameters_show_differences_first_and_hide_defaults(tmp_path: Path, mlflow_template: Path) -> None:
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=5, levels={"sac": 0.9, "td3": 0.3})
+    md, agg = _report(uri, tmp_path / "r")
+    table = md[md.index("### Pendulum-v1: differing keys") : md.index("## Normalisation constants")]
+    rows = [x.split(" | ")[0].lstrip("| ") for x in table.splitlines() if x.startswith("| ") and "---" not in x][1:]
+    assert rows[0] == "algo_kwargs.learning_rate"  # what differs comes first
+    hidden = agg["hidden_hyperparameters"]["Pendulum-v1"]
+    # bookkeeping, and values both algorithms' constructors default to (SAC and TD3: tau 0.005, buffer 1e6, batch
+    # 256), are hidden and listed; gamma 0.98 is not a default of either and stays
+    assert {"callback", "verbose", "tau", "buffer_size", "batch_size"} <= set(hidden)
+    for key in hidden:
+        assert f"| {key} |" not in table
+    assert "| algo_kwargs.gamma | 0.98 | 0.98 |  |" in table
+    assert "keys at defaults or bookkeeping, hidden: batch_size, buffer_size, callback, " in md
+
+
+def test_constructor_defaults_read_from_source_match_the_classes() -> None:
+    """The report reads defaults from the algorithms' source (no import of the library); they are the classes'
+    own signature defaults, for every registered algorithm."""
+    from lit_sb3.algorithms.registry import ALGORITHMS
+    from lit_sb3.zoo.registry import algo_defaults
+    from lit_sb3.zoo.report.sections import constructor_defaults
+
+    for algo in ALGORITHMS:
+        read = constructor_defaults(algo)
+        real = algo_defaults(algo)
+        assert {"learning_rate", "verbose", "seed"} <= set(read), algo
+        for key, value in read.items():
+            if key not in ("env", "_init_setup_model"):
+                assert real[key] == value, (algo, key)

@@ -672,11 +672,11 @@ class BaseAlgorithm(L.LightningModule):
     # ------------------------------------------------------------------
 
     def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
-        """Buffer one scalar at the current env step (a number or a 0-d tensor: converted only when flushed).
+        """Buffer one scalar until the next dump (a number or a 0-d tensor: converted only when dumped).
 
         Args:
             key: the metric name (SB3 keys: ``train/actor_loss``, ...).
-            value: the value; the latest one recorded before a flush is sent, at the env step it was recorded.
+            value: the value; the latest one recorded before a dump is sent, at the dump's env step (SB3's).
             exclude: output formats that must not receive it (SB3's ``exclude``): a name or tuple of names matched
                 against the logger class names, e.g. ``"tensorboard"``, ``"csv"``, ``"mlflow"``, ``"wandb"``.
         """
@@ -703,52 +703,65 @@ class BaseAlgorithm(L.LightningModule):
 
     def dump_records(self, step: int) -> None:
         """Send everything buffered to the loggers at env step ``step`` (SB3's ``logger.dump(step)``, reached
-        from a callback's ``self.logger.dump``; the automatic dumps keep each value at the step it was recorded).
+        from a callback's ``self.logger.dump``).
 
         Args:
             step: the x-axis value of every buffered value.
         """
-        self._log_buffer = {key: (value, step, formats) for key, (value, _, formats) in self._log_buffer.items()}
         if self._log_buffer:
             self.log_metrics({}, step=step)
 
-    def log_metrics(self, metrics: dict[str, Any], step: int | None = None) -> None:
-        """Send ``metrics`` (at ``step``, default ``num_timesteps``) and everything buffered (each value at the env
-        step it was recorded) to every Lightning logger; the values also go to ``trainer.callback_metrics``
-        (so that ``ModelCheckpoint(monitor="eval/mean_reward")`` sees them)."""
+    def log_metrics(self, metrics: dict[str, Any], step: int | None = None, console: bool = True) -> None:
+        """One dump, as SB3's ``logger.dump(step)``: ``metrics`` and everything buffered go to every Lightning
+        logger at the one env step ``step`` (default ``num_timesteps``), and to ``trainer.callback_metrics`` (so
+        that ``ModelCheckpoint(monitor="eval/mean_reward")`` sees them); with ``verbose >= 1`` the dump is printed
+        as SB3's console table.
+
+        Args:
+            metrics: values of this dump (on top of the buffered ones).
+            step: the env step of every value of the dump.
+            console: print the table when ``verbose >= 1`` (the flush at the end of a fit does not: SB3 prints
+                only its dumps).
+        """
         step = self.num_timesteps if step is None else step
-        entries = dict(self._log_buffer)
-        entries.update({k: (v, step, ()) for k, v in metrics.items()})
+        entries = {k: (v, f) for k, (v, _, f) in self._log_buffer.items()}
+        entries.update({k: (v, ()) for k, v in metrics.items()})
         self._log_buffer = {}
         self._log_counts = {}
         if not entries:
             return
-        tensors = [k for k, (v, _, _) in entries.items() if isinstance(v, th.Tensor)]
+        tensors = [k for k, (v, _) in entries.items() if isinstance(v, th.Tensor)]
         if tensors:  # one device sync for all tensors
             values = th.stack([entries[k][0].detach().float().reshape(()) for k in tensors]).cpu().tolist()
             for key, value in zip(tensors, values):
-                entries[key] = (value, *entries[key][1:])
-        clean = {
-            k: (float(v), s, f) for k, (v, s, f) in entries.items() if isinstance(v, (int, float, np.number, bool))
-        }
-        self.last_logged.update({k: v for k, (v, _, _) in clean.items()})
+                entries[key] = (value, entries[key][1])
+        numbers = {k: (v, f) for k, (v, f) in entries.items() if isinstance(v, (int, float, np.number, bool))}
+        clean = {k: float(v) for k, (v, _) in numbers.items()}
+        self.last_logged.update(clean)
+        if console and self.verbose >= 1:
+            from lit_sb3.core.logger import console_table
+
+            shown = {
+                k: int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else float(v)
+                for k, (v, _) in numbers.items()
+            }
+            table = console_table(shown, {k: f for k, (_, f) in numbers.items()})
+            if table is not None:
+                print(table, flush=True)
         trainer = attached_trainer(self)
         if trainer is None:
             return
-        trainer.callback_metrics.update({k: th.tensor(v) for k, (v, _, _) in clean.items()})
+        trainer.callback_metrics.update({k: th.tensor(v) for k, v in clean.items()})
         for logger in trainer.loggers:
             name = type(logger).__name__.lower()
-            by_step: dict[int, dict[str, float]] = {}
-            for key, (value, at, formats) in clean.items():
-                if not any(fmt.lower() in name for fmt in formats):
-                    by_step.setdefault(at, {})[key] = value
-            for at in sorted(by_step):
-                logger.log_metrics(by_step[at], step=at)
+            sent = {k: clean[k] for k, (_, formats) in numbers.items() if not any(f.lower() in name for f in formats)}
+            if sent:
+                logger.log_metrics(sent, step=step)
 
     def flush_logs(self) -> None:
-        """Send whatever is still buffered (each value at the env step it was recorded)."""
+        """Send whatever is still buffered, at the current env step (not printed: SB3 prints only its dumps)."""
         if self._log_buffer:
-            self.log_metrics({})
+            self.log_metrics({}, console=False)
 
     def hyperparameters_for_logging(self) -> dict[str, Any]:
         """The constructor arguments, flattened to strings/numbers for loggers."""

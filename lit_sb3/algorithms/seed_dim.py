@@ -564,12 +564,13 @@ class SeedDimensionMixin:
             return value[i]
         return value
 
-    def dump_seed_logs(self, i: int, metrics: dict[str, Any]) -> None:
+    def dump_seed_logs(self, i: int, metrics: dict[str, Any], console: bool = True) -> None:
         """Send seed index i's ``metrics`` and its values recorded since its last dump, as ``seed{i}/<key>``.
 
         Args:
             i: seed index.
             metrics: seed i's rollout/time metrics.
+            console: print the dump with ``verbose >= 1`` (not for the flush at the end of a fit).
         """
         state = self._seed_state
         assert state is not None
@@ -579,17 +580,17 @@ class SeedDimensionMixin:
         for key, (value, at, seqs) in state.log_buffer.items():
             if seqs[i] > last:
                 self._log_buffer[prefix + key] = (self._seed_value(value, i), at, ())  # type: ignore[attr-defined]
-        super().log_metrics({prefix + k: v for k, v in metrics.items()})  # type: ignore[misc]
+        super().log_metrics({prefix + k: v for k, v in metrics.items()}, console=console)  # type: ignore[misc]
 
     def flush_logs(self) -> None:
         state = self._seed_state
         if state is None:
             return super().flush_logs()  # type: ignore[misc]
         for i in self.active_seeds:  # type: ignore[attr-defined]
-            self.dump_seed_logs(i, {})
+            self.dump_seed_logs(i, {}, console=False)
         state.log_buffer = {}
         if self._log_buffer:  # type: ignore[attr-defined]
-            super().log_metrics({})  # type: ignore[misc]
+            super().log_metrics({}, console=False)  # type: ignore[misc]
 
     def hyperparameters_for_logging(self) -> dict[str, Any]:
         """K > 1: each member's hyperparameters as ``seed{i}/<name>`` (:class:`~lit_sb3.loggers.SeedRoutingLogger`

@@ -11,6 +11,7 @@ bound to the same model sees the same values.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import torch as th
@@ -18,7 +19,7 @@ import torch as th
 if TYPE_CHECKING:
     from lit_sb3.algorithms.base import BaseAlgorithm
 
-__all__ = ["Logger"]
+__all__ = ["Logger", "console_table"]
 
 
 class Logger:
@@ -94,3 +95,49 @@ class Logger:
             if log_dir is not None:
                 return str(log_dir)
         return None
+
+
+def _truncate(text: str, max_length: int) -> str:
+    return text if len(text) <= max_length else text[: max_length - 3] + "..."
+
+
+def console_table(
+    values: Mapping[str, Any], excluded: Mapping[str, tuple[str, ...]] | None = None, max_length: int = 36
+) -> str | None:
+    """SB3's console table of one dump (``HumanOutputFormat.write``: keys sorted, grouped under their
+    ``tag/``, floats as ``%-8.3g``, other values as ``str``, keys and values cut at ``max_length``), or None when
+    nothing is left to show.
+
+    Args:
+        values: key -> value (ints stay ints: SB3 prints ``800``, not ``800``'s float form).
+        excluded: key -> output formats excluded (a value excluding ``stdout`` or ``log`` is not shown).
+        max_length: longest key or value shown (SB3's default 36: at most 79 characters wide).
+    """
+    excluded = excluded or {}
+    rows: dict[tuple[str, str], str] = {}
+    tag = ""
+    for key in sorted(values):
+        formats = excluded.get(key) or ()
+        if "stdout" in formats or "log" in formats:
+            continue
+        value = values[key]
+        text = f"{value:<8.3g}" if isinstance(value, float) else str(value)
+        if key.find("/") > 0:
+            tag = key[: key.find("/") + 1]
+            rows[(tag, _truncate(tag, max_length))] = ""
+        shown = f"{'':3}{key[len(tag) :]}" if tag and tag in key else key
+        cut = _truncate(shown, max_length)
+        if (tag, cut) in rows:
+            raise ValueError(
+                f"Key '{shown}' truncated to '{cut}' that already exists. Consider increasing `max_length`."
+            )
+        rows[(tag, cut)] = _truncate(text, max_length)
+    if not rows:
+        return None
+    key_width = max(len(k) for _, k in rows)
+    value_width = max(len(v) for v in rows.values())
+    dashes = "-" * (key_width + value_width + 7)
+    lines = [dashes]
+    lines += [f"| {k}{' ' * (key_width - len(k))} | {v}{' ' * (value_width - len(v))} |" for (_, k), v in rows.items()]
+    lines.append(dashes)
+    return "\n".join(lines)

@@ -15,7 +15,7 @@ from typing import NoReturn
 
 from lit_sb3.zoo.errors import BenchError
 
-COMMANDS = ("run", "tune", "report", "list", "show_config", "random_scores", "enjoy")
+COMMANDS = ("run", "import_zoo", "tune", "report", "list", "show_config", "random_scores", "enjoy")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -30,7 +30,6 @@ __all__ = [
     "SkippedPair",
     "plan_grid",
     "seed_batches",
-    "default_eval_freq",
     "default_eval_protocol",
     "eval_protocol_line",
     "encode_value",
@@ -40,6 +39,11 @@ __all__ = [
 #: evaluations per run when ``--eval-freq`` is not given (plus the final one)
 DEFAULT_EVALUATIONS = 20
 DEFAULT_EVAL_EPISODES = 10
+#: the implementation of a job unless told otherwise (``bench run --impl``)
+DEFAULT_IMPL = "lit_sb3"
+IMPLS = ("lit_sb3", "sb3")
+#: the evaluation env of a job is seeded with ``seed + DEFAULT_EVAL_SEED_OFFSET`` unless told otherwise
+DEFAULT_EVAL_SEED_OFFSET = 10_000
 
 _CONFIG_FIELDS = (
     "policy", "n_envs", "normalize", "normalize_kwargs", "env_wrapper", "vec_env_wrapper", "frame_stack",
@@ -108,6 +112,12 @@ class JobSpec:
             job id either.
         requested_timesteps: the budget asked for (``--n-timesteps``, the config's or the suite's) before
             :func:`lit_sb3.zoo.budget.exact_budget` rounded it to ``n_timesteps``; not part of the job id.
+        impl: the implementation that trains it: ``"lit_sb3"`` (this library) or ``"sb3"`` (SB3/sb3-contrib
+            through rl_zoo3's ``train``, :mod:`lit_sb3.zoo.reference`); part of the job id when not lit_sb3.
+        eval_seed_offset: the evaluation env is seeded with ``seed + eval_seed_offset`` (the RL Zoo seeds it with
+            the run's seed: 0); part of the job id when not the default.
+        zoo_entry: ``impl="sb3"``: the zoo-format entry (raw YAML values, layers merged as :func:`resolve` merges
+            them) that rl_zoo3 reads; derived from the same files as ``config``, so not part of the job id.
     """
 
     algo: str
@@ -123,10 +133,20 @@ class JobSpec:
     log_interval: int | None = field(default=None, compare=False)
     record_final: bool = field(default=False, compare=False)
     requested_timesteps: int | None = field(default=None, compare=False)
+    impl: str = DEFAULT_IMPL
+    eval_seed_offset: int = DEFAULT_EVAL_SEED_OFFSET
+    zoo_entry: dict[str, Any] | None = field(default=None, compare=False)
 
     def identity(self) -> dict[str, Any]:
-        """The fields the job id is computed from."""
+        """The fields the job id is computed from (``impl`` and ``eval_seed_offset`` only when they differ from
+        their defaults, so the ids of earlier grids are unchanged)."""
+        extra: dict[str, Any] = {}
+        if self.impl != DEFAULT_IMPL:
+            extra["impl"] = self.impl
+        if self.eval_seed_offset != DEFAULT_EVAL_SEED_OFFSET:
+            extra["eval_seed_offset"] = self.eval_seed_offset
         return {
+            **extra,
             "algo": self.algo,
             "env_id": self.env_id,
             "seed": self.seed,
@@ -151,8 +171,9 @@ class JobSpec:
 
     @property
     def name(self) -> str:
-        """Short display name, e.g. ``ppo/CartPole-v1/s0``."""
-        return f"{self.algo}/{self.env_id}/s{self.seed}"
+        """Short display name, e.g. ``ppo/CartPole-v1/s0`` (``sb3:ppo/CartPole-v1/s0`` for the reference side)."""
+        prefix = "" if self.impl == DEFAULT_IMPL else f"{self.impl}:"
+        return f"{prefix}{self.algo}/{self.env_id}/s{self.seed}"
 
     def to_json(self) -> str:
         """The job as a JSON string (:meth:`from_json` reads it back)."""
@@ -208,15 +229,6 @@ class SkippedPair:
     algo: str
     env_id: str
     reason: str
-
-
-def default_eval_freq(n_timesteps: int) -> int:
-    """``n_timesteps / 20`` (at least 1): 20 evaluations per run, plus the final one.
-
-    Args:
-        n_timesteps: the budget.
-    """
-    return max(1, n_timesteps // DEFAULT_EVALUATIONS)
 
 
 EVAL_COST_FRACTION = 0.25
@@ -276,9 +288,10 @@ def _max_episode_steps(env_id: str) -> int | None:
 
 def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Sequence[str],
                overrides: Mapping[str, str] | None, default_budget: int | None,
-               overrides_label: str = "--hyperparams") -> dict[str, Any]:  # fmt: skip
+               overrides_label: str = "--hyperparams", builtin: bool = True) -> dict[str, Any]:  # fmt: skip
     """The outcome of planning one pair: ``{"skip": reason}`` or its encoded config, config hash, budget and
-    budget note (the form :class:`~lit_sb3.zoo.plan_cache.PlanCache` records)."""
+    budget note (the form :class:`~lit_sb3.zoo.plan_cache.PlanCache` records). ``builtin=False`` reads only
+    ``config_files`` (an imported RL Zoo run's own ``config.yml``)."""
     from lit_sb3.zoo.budget import exact_budget, rollout_size
     from lit_sb3.zoo.config import resolve
     from lit_sb3.zoo.config.env_fit import check_config_on_env
@@ -287,7 +300,8 @@ def _plan_pair(algo: str, env_id: str, n_timesteps: int | None, config_files: Se
     reason = check_pair(algo, env_id)
     if reason is not None:
         return {"skip": reason}
-    cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides, overrides_label=overrides_label)
+    cfg = resolve(algo, env_id, config_files=config_files, overrides=overrides, overrides_label=overrides_label,
+                  builtin=builtin)  # fmt: skip
     check_config_on_env(cfg)  # env_kwargs, wrappers and policy against the env itself, before any job
     # a suite's budget beats the n_timesteps of a zoo file's `default` entry (the zoo's 1e6 for any env)
     from_default = cfg.provenance.get("n_timesteps", "").endswith(":default")
@@ -321,6 +335,8 @@ def plan_grid(
     cache: PlanCache | None = None,
     overrides_label: str = "--hyperparams",
     record_final: bool = False,
+    impls: Sequence[str] = (DEFAULT_IMPL,),
+    eval_seed_offset: int = DEFAULT_EVAL_SEED_OFFSET,
 ) -> tuple[list[JobSpec], list[SkippedPair]]:
     """Expand algos x envs x seeds into jobs; pairs that cannot run are returned with their reason.
 
@@ -348,8 +364,17 @@ def plan_grid(
             and ``n_timesteps``): a rerun then plans without importing torch or Lightning.
         overrides_label: where ``overrides`` came from, in error messages (``bench tune``: its search space).
         record_final: every job records its final evaluation (``bench run --record-final``).
+        impls: the implementations each (algo, env, seed) runs with (``bench run --impl``): ``lit_sb3`` and/or
+            ``sb3`` (SB3/sb3-contrib through rl_zoo3, :mod:`lit_sb3.zoo.reference`), same config and protocol.
+        eval_seed_offset: the evaluation env's seed is the run's seed plus this (``--eval-seed-offset``).
     """
     seeds = list(seeds)
+    bad_impls = [impl for impl in impls if impl not in IMPLS]
+    if bad_impls or not impls:
+        raise BenchError(f"--impl: unknown implementation {bad_impls[0] if bad_impls else '(none)'!r}; "
+                         f"allowed: {', '.join(IMPLS)}")  # fmt: skip
+    if eval_seed_offset < 0:
+        raise BenchError(f"--eval-seed-offset must be >= 0, got {eval_seed_offset}")
     if not seeds:
         raise BenchError("no seed given")
     if n_timesteps is not None and n_timesteps < 1:
@@ -384,24 +409,33 @@ def plan_grid(
             freq, episodes = eval_freq or freq, eval_episodes or episodes
             if notes is not None:
                 notes.append(eval_protocol_line(algo, env_id, budget, freq, episodes, _max_episode_steps(env_id)))
-            for seed in seeds:
-                jobs.append(
-                    JobSpec(
-                        algo=algo,
-                        env_id=env_id,
-                        seed=int(seed),
-                        n_timesteps=budget,
-                        config=outcome["config"],
-                        eval_freq=int(freq),
-                        eval_episodes=int(episodes),
-                        device=device,
-                        torch_threads=int(torch_threads),
-                        config_hash=outcome["config_hash"],
-                        log_interval=log_interval,
-                        record_final=record_final,
-                        requested_timesteps=int(outcome.get("requested", budget)),
+            for impl in impls:
+                zoo_entry = None
+                if impl != DEFAULT_IMPL:
+                    from lit_sb3.zoo.reference.entry import zoo_entry as reference_entry
+
+                    zoo_entry = reference_entry(algo, env_id, config_files, overrides)
+                for seed in seeds:
+                    jobs.append(
+                        JobSpec(
+                            algo=algo,
+                            env_id=env_id,
+                            seed=int(seed),
+                            n_timesteps=budget,
+                            config=outcome["config"],
+                            eval_freq=int(freq),
+                            eval_episodes=int(episodes),
+                            device=device,
+                            torch_threads=int(torch_threads),
+                            config_hash=outcome["config_hash"],
+                            log_interval=log_interval,
+                            record_final=record_final,
+                            requested_timesteps=int(outcome.get("requested", budget)),
+                            impl=impl,
+                            eval_seed_offset=int(eval_seed_offset),
+                            zoo_entry=zoo_entry,
+                        )
                     )
-                )
     return jobs, skipped
 
 
@@ -423,6 +457,9 @@ def seed_batches(jobs: Sequence[JobSpec], size: int) -> list[list[JobSpec]]:
         groups.setdefault(_canonical({**identity, "log_interval": job.log_interval}), []).append(job)
     units: list[list[JobSpec]] = []
     for group in groups.values():  # in the order of their first jobs
+        if group[0].impl != DEFAULT_IMPL:  # the reference side trains each seed in its own rl_zoo3 process
+            units.extend([job] for job in group)
+            continue
         n_units = -(-len(group) // size)  # as few batches as ``size`` allows, of balanced sizes (5 by 4: 3 + 2)
         start = 0
         for u in range(n_units):

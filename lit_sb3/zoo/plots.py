@@ -27,6 +27,7 @@ __all__ = [
     "plot_env_curves",
     "mean_ci_over_seeds",
     "plot_sequential",
+    "plot_final_scores",
 ]
 
 DPI = 200
@@ -137,6 +138,7 @@ def plot_improvement(
     path: Path,
     verdicts: Mapping[tuple[str, str], bool] | None = None,
     n_runs: Mapping[str, int] | None = None,
+    interval_name: str = "95 % CI",
 ) -> Path:
     """P(X > Y) with CIs, one row per pair: ``rliable.plot_utils.plot_probability_of_improvement``.
 
@@ -150,6 +152,7 @@ def plot_improvement(
             error-controlled decision (:func:`lit_sb3.zoo.report.control.pair_verdicts`); default: none (all gray).
             The CI is drawn, never tested here.
         n_runs: algo -> runs behind its scores (shown as ``algo (n=...)`` in each pair's label).
+        interval_name: what the interval is (the title says it).
     """
     plt = _plt()
     pairs = list(poi)
@@ -168,7 +171,7 @@ def plot_improvement(
     ax.plot([poi[p].point for p in pairs], range(len(pairs)), "D", color="k", markersize=6, zorder=5)
     ax.axvline(0.5, color="tab:red", linestyle="--", linewidth=1)
     ax.set_xlim(-0.04, 1.04)
-    ax.set_title("Probability of improvement (point estimate, 95 % CI)")
+    ax.set_title(f"P(X > Y): point estimate and {interval_name}", fontsize="medium")
     return _save(fig, path)
 
 
@@ -313,5 +316,50 @@ def plot_sequential(family: Sequence[object], path: Path, margin: float) -> Path
         ax.grid(alpha=0.3)
     for ax in axes.ravel()[len(shown) :]:
         ax.axis("off")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def plot_final_scores(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[int, float, bool]]]],
+    path: Path,
+    colors: Mapping[str, Any],
+    ylabel: str = "final score (final/mean_reward)",
+) -> Path:
+    """The final scores a comparison rests on, one dot per seed: a strip per arm (algorithm or implementation) in
+    each panel (env or cell), its IQM as a bar; a hollow dot is a score from fewer than 5 evaluation episodes.
+
+    Args:
+        panels: panel title -> arm -> ``(seed, score, short_evaluation)`` per run.
+        path: PNG to write (and its SVG).
+        colors: arm -> colour.
+        ylabel: y axis label.
+    """
+    from lit_sb3.zoo.stats import iqm
+
+    plt = _plt()
+    n = max(1, len(panels))
+    cols = min(n, 3)
+    rows = -(-n // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.2 * rows), squeeze=False)
+    for ax, (title, arms) in zip(axes.ravel(), panels.items()):
+        for i, (arm, points) in enumerate(arms.items()):
+            if not points:
+                continue
+            scores = np.array([score for _, score, _ in points], dtype=np.float64)
+            jitter = np.linspace(-0.18, 0.18, len(points)) if len(points) > 1 else np.zeros(1)
+            for x, (_, score, short) in zip(i + jitter, points):
+                ax.plot(x, score, "o", color=colors.get(arm, "k"), markersize=6, alpha=0.85,
+                        markerfacecolor="none" if short else colors.get(arm, "k"))  # fmt: skip
+            ax.plot([i - 0.3, i + 0.3], [iqm(scores)] * 2, color="k", linewidth=2)
+        ax.set_xticks(range(len(arms)))
+        ax.set_xticklabels([f"{a}\n(n={len(p)})" for a, p in arms.items()], fontsize="small")
+        ax.set_xlim(-0.6, len(arms) - 0.4)
+        ax.set_title(title, fontsize="medium")
+        ax.grid(alpha=0.3, axis="y")
+    for ax in axes.ravel()[len(panels) :]:
+        ax.axis("off")
+    axes[0][0].set_ylabel(ylabel)
+    fig.suptitle("Final score of each seed (bar: IQM; hollow: fewer than 5 evaluation episodes)", fontsize="medium")
     fig.tight_layout()
     return _save(fig, path)

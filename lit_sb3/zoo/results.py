@@ -76,6 +76,7 @@ class RunRecord:
         tags: all tags.
         params: all params (the resolved hyperparameters, budget and evaluation protocol).
         total_timesteps: ``time/total_timesteps``: env steps the run really trained (NaN if absent).
+        cpu_seconds: ``time/cpu_seconds``: CPU time of the process that trained it (NaN if absent).
     """
 
     run_id: str
@@ -91,6 +92,7 @@ class RunRecord:
     tags: dict[str, str] = field(default_factory=dict)
     params: dict[str, str] = field(default_factory=dict)
     total_timesteps: float = float("nan")
+    cpu_seconds: float = float("nan")
 
 
 @dataclass
@@ -344,6 +346,7 @@ def load_results(
                     tags=tags,
                     params=dict(r.data.params),
                     total_timesteps=float(metrics.get("time/total_timesteps", np.nan)),
+                    cpu_seconds=float(metrics.get("time/cpu_seconds", np.nan)),
                 )
             )
         results.sequential_plan, results.earlier_reports = _design(store)

@@ -201,9 +201,11 @@ def run_jobs(
         stopped_status: final status of the runs when a hook stopped the model.
         use_mlflow: log to MLflow (False: nothing is recorded; for benchmarks of the tracking overhead).
     """
+    specs = list(specs)
+    if specs and specs[0].impl != "lit_sb3":  # the reference side: rl_zoo3 in a child process per job
+        return _run_reference(specs, tracking, run_ids, parent_run_id, progress, on_result, use_mlflow)
     import torch
 
-    specs = list(specs)
     _check_batch(specs)
     torch.set_num_threads(max(1, int(specs[0].torch_threads)))
     hooks: list[EvaluationHook] = (
@@ -228,6 +230,25 @@ def run_jobs(
         for seed in seeds:
             _train([seed], tracking, store, progress, on_result, stopped_status)
     return [seed.result for seed in seeds]
+
+
+def _run_reference(specs: list[JobSpec], tracking: TrackingTarget, run_ids: Sequence[str] | None,
+                   parent_run_id: str | None, progress: Callable[[JobProgress], None] | None,
+                   on_result: Callable[[JobResult], None] | None, use_mlflow: bool) -> list[JobResult]:  # fmt: skip
+    """:func:`run_jobs` of reference jobs (``impl="sb3"``): :func:`lit_sb3.zoo.reference.job.run_reference_jobs`
+    with the runs created here when the caller made none."""
+    from lit_sb3.zoo.reference.job import run_reference_jobs
+
+    store = None
+    if use_mlflow:
+        from lit_sb3.zoo.tracking import connect, run_environment_tags
+
+        store = connect(tracking)
+        if run_ids is None:
+            tags = run_environment_tags()
+            run_ids = [store.create_job_run(spec, parent_run_id, tags) for spec in specs]
+    ids = list(run_ids) if run_ids is not None else [None] * len(specs)
+    return run_reference_jobs(specs, store, ids, progress=progress, on_result=on_result)
 
 
 def run_job(
@@ -295,7 +316,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
            on_result: Callable[[JobResult], None] | None, stopped_status: str) -> str | None:  # fmt: skip
     """Train the seeds as one model and record each; returns why they cannot be one model (nothing was trained
     or recorded then; only for K > 1), else None once every seed's run has ended."""
-    t_start = time.monotonic()
+    t_start, cpu_start = time.monotonic(), time.process_time()
     age = process_age()  # the process's start before this call (spawn, imports): part of the job's start-up
     model: Any = None
 
@@ -400,6 +421,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
                 try:
                     finish_job(seed.spec, seed.view.member(), eval_cb, hook_cb, [seed.logger], seed.result,
                                store=store, mlflow_logger=seed.mlflow_logger, folder=Path(tmp), t_start=t_start,
+                               cpu_start=cpu_start,
                                fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording(),
                                train_seconds=train_seconds, progress_cb=seed.callbacks[2],
                                process_seconds=age)  # fmt: skip
@@ -457,6 +479,7 @@ def _recording_eval_env(spec: JobSpec, folder: Path, start: Callable[[], bool]) 
 
 def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: Sequence[Any], result: JobResult, *,
                store: Any, mlflow_logger: Any, folder: Path, t_start: float, fit_seconds: float,
+               cpu_start: float | None = None,
                stopped_status: str = "FINISHED", video: tuple[Any, Path] | None = None,
                train_seconds: float | None = None, progress_cb: Any = None,
                process_seconds: float = 0.0) -> None:  # fmt: skip
@@ -476,6 +499,8 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
         folder: a temporary folder for the artifacts.
         t_start: ``time.monotonic()`` when the job started.
         fit_seconds: wall seconds of ``trainer.fit``.
+        cpu_start: ``time.process_time()`` when the job started: ``time/cpu_seconds`` is the process's CPU time
+            since (a seed batch's K seeds share it, as they share ``time/wall_seconds``).
         stopped_status: final status of a run stopped by a hook.
         video: ``(recording eval env, its folder)`` of ``--record-final``: the mp4 is logged under ``videos/``.
         train_seconds: seconds of ``trainer.fit`` not spent evaluating (every seed of a seed batch); with
@@ -504,6 +529,8 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
         "time/fps": result.fps,
         "time/total_timesteps": float(model.num_timesteps),
     }
+    if cpu_start is not None:
+        final["time/cpu_seconds"] = time.process_time() - cpu_start
     if train_seconds is not None and progress_cb is not None:  # the phases' seconds (lit_sb3.zoo.cost reads them)
         final.update({
             "time/train_seconds": train_seconds, "time/eval_seconds": eval_cb.eval_seconds,

@@ -130,7 +130,7 @@ def print_plan(plan: Any, jobs: Sequence[Any], finished: set[str]) -> None:
     """
     algos, envs = _order(jobs)
     budget = {(j.algo, j.env_id): j.n_timesteps for j in jobs}
-    pairs = list(itertools.combinations(algos, 2))
+    pairs = list(itertools.combinations(sorted(algos), 2))  # X before Y in name order, as in the report
     n_comp = len(pairs) * (len(envs) + (len(envs) > 1))
     print(f"sequential plan: {plan.describe()}")
     print(
@@ -179,7 +179,8 @@ _OUTCOME = {"x_better": "{x} credibly better", "y_better": "{y} credibly better"
 def _line(c: Any) -> str:
     lk = c.looks[-1]
     what = _OUTCOME[c.outcome].format(x=c.x, y=c.y)
-    return (f"  {c.x} vs {c.y} on {c.env}: P({c.x} > {c.y}) = {lk.point:.3f}, CS [{lk.low:.3f}, {lk.high:.3f}], "
+    return (f"  {c.x} vs {c.y} on {c.env}: P({c.x} > {c.y}) = {lk.point:.3f}, confidence sequence "
+            f"[{lk.low:.3f}, {lk.high:.3f}], "
             f"repeated p = {lk.p_value:.3g}, {lk.n} seeds -> {what}")  # fmt: skip
 
 
@@ -228,7 +229,7 @@ def run_until_verdict(
 
     plan = plan_of(args)
     algos, envs = _order(jobs)
-    pairs = list(itertools.combinations(algos, 2))
+    pairs = list(itertools.combinations(sorted(algos), 2))  # X before Y in name order, as in the report
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
     finished = tracking.finished_job_ids()
     if args.dry_run:

@@ -53,6 +53,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--eval-episodes", type=int, default=None, metavar="N",
                    help="episodes per evaluation (default 10, fewer where evaluating would cost over 1/4 of the "
                    "budget)")  # fmt: skip
+    p.add_argument("--eval-seed-offset", type=int, default=None, metavar="N",
+                   help="seed the evaluation env with the run's seed + N (default 10000; 0, the RL Zoo's, when "
+                   "--impl includes sb3)")  # fmt: skip
+    p.add_argument("--impl", default="lit_sb3", metavar="IMPL[,IMPL]",
+                   help="who trains each job: lit_sb3 (default), sb3 (SB3/sb3-contrib through rl_zoo3's train, "
+                   "the [reference] extra), or lit_sb3,sb3 for both side by side; same configs, seeds, budget and "
+                   "evaluation")  # fmt: skip
     p.add_argument("--jobs", type=int, default=None, metavar="N", help="parallel jobs (default: number of CPUs)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu", help="device of every job (default cpu)")
     p.add_argument("--timeout", type=finite_float, default=None, metavar="SECONDS",
@@ -137,6 +144,10 @@ def _command_line(args: argparse.Namespace) -> str:
         argv += ["--seed-list", args.seed_list]
     elif args.seeds is not None:
         argv += ["--seeds", str(args.seeds)]
+    if args.impl != "lit_sb3":
+        argv += ["--impl", args.impl]
+    if args.eval_seed_offset is not None:
+        argv += ["--eval-seed-offset", str(args.eval_seed_offset)]
     for flag, value in (("--n-timesteps", args.n_timesteps), ("--eval-freq", args.eval_freq),
                         ("--jobs", args.jobs), ("--timeout", args.timeout), ("--tracking-uri", args.tracking_uri),
                         ("--experiment", args.experiment)):  # fmt: skip
@@ -205,6 +216,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
 
             check_ray_address(args.ray_address)  # seconds, where ray.init would retry for minutes
     _check_device(args.device)
+    impls, eval_seed_offset = _impls(args)
     from lit_sb3.zoo.tracking import metrics_flush_seconds
 
     metrics_flush_seconds()  # a bad LIT_SB3_METRICS_FLUSH_SECONDS fails here, not in every job
@@ -215,6 +227,7 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
         eval_episodes=args.eval_episodes, config_files=args.config, overrides=overrides, device=args.device,
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
         notes=notes, cache=PlanCache(args.config, overrides, args.n_timesteps), record_final=args.record_final,
+        impls=impls, eval_seed_offset=eval_seed_offset,
     )  # fmt: skip
     for line in notes:  # on-policy budgets rounded up to whole rollouts; each pair's evaluation protocol
         print(line if line.startswith("evaluation: ") else f"budget: {line}", flush=True)
@@ -228,6 +241,36 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str]:
     unique = list({j.job_id: j for j in jobs}.values())
     experiment = args.experiment or _default_experiment(args.envs)
     return unique, skipped, experiment
+
+
+def _impls(args: argparse.Namespace) -> tuple[list[str], int]:
+    """``--impl`` as a list (checked, the reference extra looked up when sb3 is asked) and the evaluation env's
+    seed offset: the RL Zoo seeds its evaluation env with the run's seed, so a grid with the sb3 side evaluates both
+    sides that way (offset 0), and another offset is refused there."""
+    from lit_sb3.zoo.errors import did_you_mean
+    from lit_sb3.zoo.jobs import DEFAULT_EVAL_SEED_OFFSET, IMPLS
+
+    impls = [part.strip() for part in str(args.impl).split(",") if part.strip()]
+    for impl in impls:
+        if impl not in IMPLS:
+            raise BenchError(f"--impl: unknown implementation {impl!r}{did_you_mean(impl, IMPLS)}; allowed: "
+                             f"{', '.join(IMPLS)}")  # fmt: skip
+    if not impls:
+        raise BenchError(f"--impl: no implementation given; allowed: {', '.join(IMPLS)}")
+    offset = args.eval_seed_offset
+    if offset is not None and not 0 <= offset <= 2**31:
+        raise BenchError(f"--eval-seed-offset must be in [0, 2**31], got {offset}")
+    if "sb3" in impls:
+        from lit_sb3.zoo.reference import check_reference_installed
+
+        check_reference_installed()
+        if getattr(args, "until_verdict", False):
+            raise BenchError("--impl sb3 with --until-verdict is not supported; run the grid, then bench report")
+        if offset not in (None, 0):
+            raise BenchError(f"--eval-seed-offset {offset} with --impl sb3: the RL Zoo seeds its evaluation env with "
+                             "the run's seed; leave it out (0)")  # fmt: skip
+        offset = 0
+    return list(dict.fromkeys(impls)), DEFAULT_EVAL_SEED_OFFSET if offset is None else int(offset)
 
 
 def _seed_batch_units(todo: Sequence[Any], size: int) -> list[Any]:

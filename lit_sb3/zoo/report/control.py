@@ -1,8 +1,9 @@
 """The report's one set of verdicts: the family of (pair, env) and aggregate comparisons, Holm over all of them,
 and for a ``bench run --until-verdict`` experiment its sequential design replayed from the runs. Every "credibly
-better / credibly equivalent / no credible difference / too few runs" in a report (summary, probability of
-improvement table and figure, ``aggregates.json``) is :func:`verdict_of` a comparison decided here; the bootstrap
-CI of P(X > Y) is shown as an interval and decides nothing.
+better / credibly equivalent / open / too few runs" in a report (summary, comparisons table, figures,
+``aggregates.json``, MLflow) is :func:`verdict_of` a comparison decided here, and the one interval of P(X > Y)
+shown anywhere is the comparison's confidence sequence (anytime-valid, simultaneous over the family by
+Bonferroni): the interval the equivalence rule reads. P(X > Y) is always oriented with X before Y in name order.
 
 * Sequential experiment (its grid run carries the plan): :func:`~lit_sb3.zoo.stats.sequential.decide` on the
   runs' scores in seed order gives the same decisions as the run did, look by look; the report shows the rule,
@@ -25,10 +26,17 @@ from lit_sb3.zoo.report.blocks import Block
 from lit_sb3.zoo.results import Results
 
 if TYPE_CHECKING:
-    from lit_sb3.zoo.stats import Interval
     from lit_sb3.zoo.stats.sequential import Comparison
 
-__all__ = ["error_control", "control_blocks", "report_runs", "verdict_of", "pair_verdicts", "summary_lines"]
+__all__ = [
+    "error_control",
+    "control_blocks",
+    "report_runs",
+    "verdict_of",
+    "pair_verdicts",
+    "summary_lines",
+    "interval_name",
+]
 
 ALPHA = 0.05
 MARGIN = 0.1
@@ -116,10 +124,11 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: i
             "Fixed design: one look per comparison at the seeds both algorithms have on every env it covers (the "
             "first n in seed order), exact permutation test of P(X > Y) (Mann-Whitney, ties half), Holm over all "
             f"{len(family)} comparisons (every pair on every env, and each pair's aggregate over the envs); "
-            f"credibly equivalent when the {1 - alpha / len(family):.4g} confidence sequence lies inside 0.5 +- "
-            f"{MARGIN:g}; a comparison on fewer than {min_runs} seeds per algorithm and env gets no verdict. Error "
-            f"rate: the probability of any false verdict of superiority in the family is <= {alpha:.3g} "
-            "(family-wise)."
+            f"credibly equivalent when the {1 - alpha / len(family):.4g} confidence sequence of P(X > Y) (the one "
+            f"interval of P(X > Y) in this report) lies inside 0.5 +- {MARGIN:g}; a comparison on fewer than "
+            f"{min_runs} seeds per algorithm and env gets no verdict. Error rate: the probability of any false "
+            f"verdict of superiority in the family is <= {alpha:.3g} (family-wise), and of any false verdict of "
+            f"equivalence likewise (the intervals hold simultaneously with probability >= {1 - alpha:.3g})."
         )
     extended = None
     if earlier:
@@ -142,6 +151,7 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: i
         "rule": rule,
         "rule_short": short,
         "margin": plan.margin if plan is not None else MARGIN,
+        "min_runs": min_runs,
         "plan": plan.as_dict() if plan is not None else None,
         "extended": extended,
         "earlier_reports": earlier,
@@ -151,13 +161,22 @@ def error_control(results: Results, tasks: list[str], fig_dir: Path, min_runs: i
     }
 
 
-def verdict_of(c: Comparison, margin: float) -> tuple[str, str]:
-    """The one wording of a decided comparison: ``(kind, text)``, kind ``better``, ``equivalent``,
-    ``no_difference``, ``open`` (a sequential design with looks still to come) or ``too_few_runs``.
+def _smallest_p(n: int, envs: int) -> float:
+    """The smallest two-sided p-value the exact permutation test can give at ``n`` runs against ``n`` on ``envs``
+    envs (every label set of the observed values but the two extremes is less extreme)."""
+    from math import comb
+
+    return min(1.0, 2.0 / float(comb(2 * n, n)) ** envs)
+
+
+def verdict_of(c: Comparison, margin: float, alpha: float = ALPHA) -> tuple[str, str]:
+    """The one wording of a decided comparison: ``(kind, text)``, kind ``better``, ``equivalent``, ``open``
+    (neither, at the seeds it has; or a sequential design with looks still to come) or ``too_few_runs``.
 
     Args:
         c: a comparison of the family.
         margin: the equivalence margin on P(X > Y).
+        alpha: the family-wise level (says when the exact test cannot reach it at this sample size).
     """
     if c.outcome in ("x_better", "y_better"):
         winner, loser = (c.x, c.y) if c.outcome == "x_better" else (c.y, c.x)
@@ -167,8 +186,15 @@ def verdict_of(c: Comparison, margin: float) -> tuple[str, str]:
     if not c.looks or c.reason.startswith("too few runs"):
         return "too_few_runs", c.reason or "too few runs for a verdict"
     if c.reason.startswith("open after look"):
-        return "open", f"no verdict yet between {c.x} and {c.y} ({c.reason}; the design has more looks)"
-    return "no_difference", f"no credible difference between {c.x} and {c.y}"
+        return "open", f"open: no verdict yet between {c.x} and {c.y} ({c.reason}; the design has more looks)"
+    n = c.looks[-1].n
+    smallest = _smallest_p(n, len(c.envs))
+    if smallest > alpha:
+        return "open", (
+            f"open: no verdict between {c.x} and {c.y} is possible at {n} seeds per algorithm (the exact test's "
+            f"smallest p is {smallest:.3g} > {alpha:.3g})"
+        )
+    return "open", f"open: {c.x} and {c.y} are neither credibly different nor credibly equivalent at {n} seeds"
 
 
 def _headline(control: dict[str, Any], x: str, y: str) -> Comparison:
@@ -179,36 +205,51 @@ def _headline(control: dict[str, Any], x: str, y: str) -> Comparison:
     raise KeyError(f"no comparison of {x} and {y} in the family")
 
 
-def pair_verdicts(
-    control: dict[str, Any] | None,
-    poi: Mapping[tuple[str, str], Interval],
-    counts: Mapping[str, list[int]],
-    steps: Mapping[str, str],
-) -> list[dict[str, Any]]:
-    """One verdict per pair of the probability-of-improvement table, from the error-controlled decision of the
-    pair's comparison over the report's envs (its aggregate, or its one env), next to the bootstrap interval.
+def interval_name(control: dict[str, Any]) -> str:
+    """What the interval of P(X > Y) is, in a few words (its level and what it is simultaneous over).
 
     Args:
         control: :func:`error_control`'s result.
-        poi: (X, Y) -> 95 % bootstrap CI of P(X > Y) over the aggregated envs.
+    """
+    m = len(control["family"])
+    level = 100.0 * (1.0 - control["alpha"] / m)
+    over = f", simultaneous over the {m} comparisons" if m > 1 else ""
+    return f"{level:.4g} % confidence sequence{over}"
+
+
+def pair_verdicts(
+    control: dict[str, Any] | None,
+    counts: Mapping[str, list[int]],
+    steps: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """One verdict per pair of algorithms (X before Y in name order), from the error-controlled decision of the
+    pair's comparison over the report's envs (its aggregate, or its one env), with that comparison's interval.
+
+    Args:
+        control: :func:`error_control`'s result.
         counts: algo -> runs per aggregated env.
         steps: algo -> env steps per run (text).
     """
-    out = []
+    out: list[dict[str, Any]] = []
     if control is None:
         return out
-    for (x, y), iv in poi.items():
+    from lit_sb3.zoo.stats import Interval
+
+    pairs = list(dict.fromkeys((c.x, c.y) for c in control["family"]))
+    for x, y in pairs:
         c = _headline(control, x, y)
-        kind, text = verdict_of(c, control["margin"])
+        kind, text = verdict_of(c, control["margin"], control["alpha"])
         winner = None
         if kind == "better":
             winner = c.x if c.outcome == "x_better" else c.y
         lk = c.looks[-1] if c.looks else None
+        interval = Interval(lk.point, lk.low, lk.high) if lk else Interval(float("nan"), 0.0, 1.0)
         out.append(
             {
                 "x": x,
                 "y": y,
-                "interval": iv,
+                "interval": interval,
+                "interval_name": interval_name(control),
                 "kind": kind,
                 "winner": winner,
                 "verdict": text,
@@ -229,14 +270,15 @@ def pair_verdicts(
 
 
 def decision_text(d: dict[str, Any]) -> str:
-    """How a pair's verdict was decided: its sample, its rule and its error rate (one clause).
+    """How a pair's verdict was decided: its sample, its rule and its error rate (one clause); "not decided" for
+    every verdict that is not one of superiority or equivalence.
 
     Args:
         d: one of :func:`pair_verdicts`.
     """
     on = "the aggregate over the envs" if d["comparison"] == "aggregate" else d["comparison"]
-    if not d["seeds"] or d["kind"] == "too_few_runs":
-        return f"not decided (verdicts by the {d['rule']})"
+    if d["kind"] not in ("better", "equivalent"):
+        return f"not decided (rule: {d['rule']})"
     return f"decided on the first {d['seeds']} seeds per algorithm on {on} (p = {d['p_value']:.3g}) by the {d['rule']}"
 
 
@@ -245,31 +287,30 @@ def _fmt(v: float) -> str:
 
 
 def control_blocks(control: dict[str, Any]) -> list[Block]:
-    """The report's section "Verdicts with error control".
+    """The report's section "Verdicts with error control": the rule, then every comparison of the family with
+    its P(X > Y), its interval, the p-value the rule reads and the verdict.
 
     Args:
         control: :func:`error_control`'s result.
     """
+    name = interval_name(control)
     b = [Block("h2", "Verdicts with error control"), Block("p", control["rule"])]
     if control["extended"]:
         b.append(Block("warn", control["extended"]))
     rows = []
     for c in control["family"]:
-        kind, text = verdict_of(c, control["margin"])
+        kind, text = verdict_of(c, control["margin"], control["alpha"])
         if kind == "too_few_runs":  # the details are in the reason column
             text = "too few runs for a verdict"
         if not c.looks:
             rows.append([c.x, c.y, c.env, "—", "—", "—", "—", text, c.reason])
             continue
         lk = c.looks[-1]
-        rows.append(
-            [c.x, c.y, c.env, lk.n, _fmt(lk.point), f"[{_fmt(lk.low)}, {_fmt(lk.high)}]", f"{lk.p_value:.3g}", text,
-             c.reason]
-        )  # fmt: skip
-    headers = ["X", "Y", "env", "seeds per algo", "P(X > Y)", "confidence sequence", "repeated p", "verdict",
-               "why it stopped"]  # fmt: skip
+        p = f"{lk.p_value:.3g}" if kind != "too_few_runs" else f"— (below {control['min_runs']} runs: not read)"
+        rows.append([c.x, c.y, c.env, lk.n, _fmt(lk.point), f"[{_fmt(lk.low)}, {_fmt(lk.high)}]", p, text, c.reason])
+    headers = ["X", "Y", "env", "seeds per algo", "P(X > Y)", name, "repeated p", "verdict", "why it stopped"]
     if control["design"] == "fixed":
-        headers[-1], headers[-3] = "reason", "p (one look)"
+        headers[-1], headers[-3] = "reason", "p (exact, one look)"
     b.append(Block("table", headers=headers, items=rows))
     if control["design"] == "sequential":
         looks = control["plan"]["looks"]
@@ -303,7 +344,7 @@ def summary_lines(control: dict[str, Any]) -> list[str]:
     for c in control["family"]:
         if c.env == "aggregate" or len(c.envs) == len(control["tasks"]):
             continue  # the pair's headline: stated by its summary line
-        kind, text = verdict_of(c, control["margin"])
+        kind, text = verdict_of(c, control["margin"], control["alpha"])
         if kind in ("better", "equivalent"):
             lk = c.looks[-1]
             out.append(
@@ -317,6 +358,6 @@ def as_json(control: dict[str, Any]) -> dict[str, Any]:
     """The JSON part (no objects)."""
     out = {k: v for k, v in control.items() if k != "family"}
     for c, d in zip(control["family"], out["comparisons"], strict=True):
-        d["kind"], d["verdict"] = verdict_of(c, control["margin"])
+        d["kind"], d["verdict"] = verdict_of(c, control["margin"], control["alpha"])
     out["figure"] = str(control["figure"]) if control["figure"] is not None else None
     return out

@@ -218,7 +218,7 @@ def flatten_params(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
-JOB_SETTINGS = ("seed", "eval_freq", "eval_episodes", "device", "torch_threads")
+JOB_SETTINGS = ("seed", "eval_freq", "eval_episodes", "eval_seed_offset", "device", "torch_threads")
 """Job fields logged as params next to the resolved config."""
 
 

@@ -446,6 +446,7 @@ class Tracking:
             "lit_sb3.seed": str(spec.seed),
             JOB_ID_TAG: spec.job_id,
             "lit_sb3.config_hash": spec.config_hash,
+            "impl": getattr(spec, "impl", "lit_sb3"),  # lit_sb3.zoo.reference.IMPL_TAG
             **env_tags,
             **(tags or {}),
         }
@@ -484,7 +485,9 @@ class Tracking:
             tags, value = run.data.tags, run.data.metrics.get("final/mean_reward")
             if run.info.status != "FINISHED" or tags.get(JOB_ID_TAG) not in job_ids or value is None:
                 continue
-            scores.setdefault((tags.get("lit_sb3.algo", "?"), tags.get("lit_sb3.env", "?")), []).append(value)
+            impl = tags.get("impl", "lit_sb3")
+            algo = tags.get("lit_sb3.algo", "?") + ("" if impl == "lit_sb3" else f" ({impl})")
+            scores.setdefault((algo, tags.get("lit_sb3.env", "?")), []).append(value)
         metrics: dict[str, float] = {}
         for (algo, env), values in sorted(scores.items()):
             metrics[f"final_mean_reward/{algo} {env}"] = sum(values) / len(values)

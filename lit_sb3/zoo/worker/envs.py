@@ -26,7 +26,8 @@ def build_env(spec: JobSpec, *, evaluation: bool = False) -> Any:
 
     Args:
         spec: the job.
-        evaluation: build the single-env evaluation env (seed ``seed + 10_000``).
+        evaluation: build the single-env evaluation env (seed ``seed + spec.eval_seed_offset``, 10,000 by
+            default; the RL Zoo uses the run's seed).
     """
     import sys
 
@@ -41,7 +42,7 @@ def build_env(spec: JobSpec, *, evaluation: bool = False) -> Any:
         env = make_vec_env(
             cfg.env_id,
             n_envs=1 if evaluation else cfg.n_envs,
-            seed=spec.seed + (10_000 if evaluation else 0),
+            seed=spec.seed + (spec.eval_seed_offset if evaluation else 0),
             wrapper_class=wrapper,
             env_kwargs=dict(env_kwargs or {}),
             monitor_kwargs=dict(cfg.monitor_kwargs or {}),
