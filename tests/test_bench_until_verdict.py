@@ -92,9 +92,11 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "look 1 (5 seeds per algo x env):" in out and "look 2 (6 seeds per algo x env):" in out
-    # it ends as a plain grid does: the decisions as a terminal table (no raw Markdown), then where the results are
-    assert "| X | Y |" not in out and "decisions" in out and "why it stopped" in out
-    assert out.splitlines()[-1].startswith("results: bench report --experiment seq --tracking-uri ")
+    # it ends as a plain grid does: the decisions as a terminal table, then where the results are
+    tail = out.splitlines()
+    assert tail[-1].startswith("results: bench report --experiment seq --tracking-uri ")
+    assert tail[-2].startswith("└") and any(line.startswith("decisions") for line in tail)
+    assert any("why it" in line and line.startswith("┃") for line in tail)  # the table's header row
     parent = next(r for r in _runs(uri, "seq", "grid") if r.info.run_id != killed_parent)
     assert parent.info.status == "FINISHED"
     assert json.loads(parent.data.tags["lit_sb3.sequential_plan"])["looks"] == [5, 6]
