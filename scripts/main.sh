@@ -3,7 +3,8 @@
 # fewest a verdict rests on) tracked in the embedded MLflow store (sqlite:///mlflow.db, artifacts in ./mlartifacts:
 # no server), then its rliable report with its verdict in reports/readme-demo/. Re-running resumes: finished jobs are
 # skipped. No --seed-batch: on 2 cores the 5 SAC seeds as one batch would hold one core while the other idles (the
-# plan's estimate: 41 min against 28 min one job per seed, on the loaded machine the verdict was measured on).
+# plan's estimate: 41 min against 28 min one job per seed at load 8-10). Measured as written: 7.5 min on one core at
+# load 3.4-5.5, verdict "sac is credibly better than a2c" (p = 0.008).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
