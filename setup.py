@@ -1,5 +1,5 @@
 """Build hook: the suite's data files stay where they are in the repository (``zoo_configs/``,
-``benchmarks/suites.yml``, ``benchmarks/scores.yml``) and are copied into the built package as
+``benchmarks/suites.yml``, ``benchmarks/scores.yml``, ``benchmarks/rates.yml``) and are copied into the built package as
 ``lit_sb3/zoo/_data/`` (read with ``importlib.resources``, see ``lit_sb3/zoo/data.py``). Everything else is in
 pyproject.toml."""
 

@@ -136,7 +136,10 @@ def test_exported_yaml_runs_under_bench_run(journal_study: dict[str, Any], in_tm
     entry = data["CartPole-v1"]
     study = _study(journal_study["journal"], "s")
     assert entry["learning_rate"] == pytest.approx(study.best_params["learning_rate"])
-    assert entry["n_timesteps"] == 512 and entry["policy"] == "MlpPolicy"
+    # the zoo config's budget (the study's short one is stated in the header, kept with --export-tuned-budget)
+    assert entry["n_timesteps"] == resolve("ppo", "CartPole-v1").n_timesteps > 512 and entry["policy"] == "MlpPolicy"
+    assert "# tuned at 512 env steps per seed; n_timesteps below is the zoo config's" in path.read_text()
+    assert study.metric_names == ["final eval mean return, mean over 2 seeds"]  # not Optuna's "Objective 0"
     cfg = resolve("ppo", "CartPole-v1", config_files=[path])
     assert cfg.algo_kwargs["n_steps"] == 64 and cfg.n_envs == 2
     assert cfg.algo_kwargs["policy_kwargs"]["net_arch"] in ({"pi": [64], "vf": [64]}, {"pi": [64, 64], "vf": [64, 64]})
@@ -229,11 +232,23 @@ def test_failed_trial_is_recorded_and_the_study_goes_on(in_tmp_path: Path, mlflo
 # ---------------------------------------------------------------------------------------------------------
 # two worker processes on one study
 # ---------------------------------------------------------------------------------------------------------
-def test_two_workers_share_one_study(in_tmp_path: Path, mlflow_template: Path) -> None:
+def test_two_workers_share_one_study(in_tmp_path: Path, mlflow_template: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """Two workers (asked for with the RL Zoo's flag, --n-jobs), and the lines the study ends with: the best
+    config, the study in MLflow and in optuna-dashboard, and the next command."""
     uri = _store(in_tmp_path, mlflow_template)
-    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "2", "--jobs", "2", *BUDGET,
+    argv = ["tune", "--algo", "ppo", "--env", "CartPole-v1", "--n-trials", "2", "--n-jobs", "2", *BUDGET,
             "--search-space", _space(in_tmp_path), "--seed", "3", "--tracking-uri", uri]  # fmt: skip
+    capsys.readouterr()
     assert main(argv) == 0
+    tail = capsys.readouterr().out.splitlines()[-4:]
+    best = in_tmp_path / "optuna" / "ppo-CartPole-v1_best.yml"
+    assert tail[0].startswith("best trial ") and tail[0].endswith(f"zoo config written to {best}")
+    assert tail[1].startswith("trials in MLflow: mlflow ui --backend-store-uri ")
+    assert (
+        tail[2] == f"study in optuna-dashboard: optuna-dashboard {in_tmp_path / 'optuna' / 'ppo-CartPole-v1.journal'}"
+    )
+    assert tail[3].startswith(f"next: bench run --algos ppo --envs CartPole-v1 --config {best} --seeds 5")
     study = _study(in_tmp_path / "optuna" / "ppo-CartPole-v1.journal", "ppo-CartPole-v1")
     numbers = [t.number for t in study.trials]
     assert len(numbers) == len(set(numbers)) and len(_finished(study)) >= 2
@@ -281,6 +296,8 @@ def test_builtin_search_spaces_resolve(algo: str, env_id: str) -> None:
         (["--search-space", "@both"], "'gamma' and 'one_minus_gamma' both set gamma: keep one of them"),
         (["--storage", "@unwritable"], "cannot open journal storage"),
         (["--storage", "postgresql://u:p@127.0.0.1:1/db"], "cannot open storage 'postgresql://"),
+        (["--eval-freq", "1000"], "--eval-freq is the RL Zoo's flag: give --n-evaluations N"),
+        (["--log-folder", "logs"], "--log-folder is the RL Zoo's flag: give --output FILE"),
     ],
 )
 def test_errors(extra: list[str], message: str, in_tmp_path: Path, mlflow_template: Path,
@@ -399,6 +416,11 @@ def test_budget_not_a_multiple_of_the_rollout(in_tmp_path: Path, mlflow_template
         assert all(s >= rollout for s in steps)  # none before the first update
         # Optuna holds exactly 3 intermediate values, on the study's grid, within the budget
         assert sorted(trial.intermediate_values) == [366, 732, 1098]
+    from lit_sb3.zoo.tuning.progress import StudyProgress
+
+    # the trials ran 1,120 + 1,152 + 1,280 env steps (whole rollouts); the progress counts each within its budget
+    line = StudyProgress(str(journal), "b", 3, 1100, 1, 30.0).line()
+    assert "env steps: 3,300/3,300" in line, line
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,11 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "look 1 (5 seeds per algo x env):" in out and "look 2 (6 seeds per algo x env):" in out
+    # it ends as a plain grid does: the decisions as a terminal table, then where the results are
+    tail = out.splitlines()
+    assert tail[-1].startswith("results: bench report --experiment seq --tracking-uri ")
+    assert tail[-2].startswith("└") and any(line.startswith("decisions") for line in tail)
+    assert any("why it" in line and line.startswith("┃") for line in tail)  # the table's header row
     parent = next(r for r in _runs(uri, "seq", "grid") if r.info.run_id != killed_parent)
     assert parent.info.status == "FINISHED"
     assert json.loads(parent.data.tags["lit_sb3.sequential_plan"])["looks"] == [5, 6]
@@ -117,8 +122,12 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert not any(env == "CartPole-v1" and seed == 5 for _, env, seed in seeds)  # a settled pair gets no seed
 
     # the report replays the same design and shows it
+    capsys.readouterr()
     assert main(["report", "--experiment", "seq", "--tracking-uri", uri, "--out", str(in_tmp_path / "rep"),
                  "--reps", "200"]) == 0  # fmt: skip
+    last = capsys.readouterr().out.splitlines()[-1]  # the report ends pointing at the page and the runs
+    assert last.startswith(f"next: open {(in_tmp_path / 'rep' / 'report.html').as_uri()} in a browser | ")
+    assert f"mlflow ui --backend-store-uri {uri}, then open http://127.0.0.1:5000/#/experiments/" in last
     md = (in_tmp_path / "rep" / "report.md").read_text()
     assert "## Verdicts with error control" in md and "looks at 5, 6 seeds per algorithm" in md
     assert "max seeds reached (6) and still open" in md
@@ -173,6 +182,7 @@ def test_until_verdict_dry_run(in_tmp_path: Path, capsys: pytest.CaptureFixture[
     per_seed = 4 * 1024  # 2 algos x 2 envs, 1,024 env steps each (16 whole rollouts of 64)
     assert f"worst case (every comparison open to --max-seeds 10): 40 jobs, {10 * per_seed:,} env steps" in out
     assert f"best case (all settled at --min-seeds 4): 16 jobs, {4 * per_seed:,} env steps" in out
+    assert "estimate of the sequence: about " in out and "if every one stays open to 10" in out
     assert not (in_tmp_path / "mlflow.db").exists()
 
 

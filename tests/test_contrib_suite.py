@@ -93,7 +93,7 @@ def test_search_spaces_resolve(algo: str, env_id: str) -> None:
 
 
 def test_bench_list_run_and_report(in_tmp_path: Path, mlflow_template: Path, capsys: pytest.CaptureFixture[str]):
-    assert main(["list"]) == 0
+    assert main(["list", "--all"]) == 0
     out = capsys.readouterr().out
     for text in ("ppo_mask: lit_sb3.algorithms.ppo_mask.MaskablePPO", "ppo_lstm: lit_sb3.algorithms.ppo_recurrent",
                  "MlpLstmPolicy", "masked - ", "novel - "):  # fmt: skip

@@ -19,8 +19,8 @@ from tests.mlflow_store import copy_store as _store
 
 ROOT = Path(__file__).resolve().parent.parent
 # the README's main job (scripts/main.sh)
-README_ARGV = ["run", "--algos", "sac,td3", "--envs", "Pendulum-v1", "--seeds", "3", "--n-timesteps", "3000",
-               "--eval-freq", "500", "--eval-episodes", "5", "--hyperparams", "learning_starts=500"]  # fmt: skip
+README_ARGV = ["run", "--algos", "sac,a2c", "--envs", "Pendulum-v1", "--seeds", "5", "--n-timesteps", "3000",
+               "--eval-freq", "1000", "--eval-episodes", "5"]  # fmt: skip
 
 
 def _plan(cache: PlanCache | None, *, algos=("ppo", "dqn", "sac"), envs=("CartPole-v1", "Pendulum-v1"),
@@ -130,10 +130,10 @@ def test_noop_rerun_plans_without_torch_or_lightning(tmp_path: Path, mlflow_temp
     from lit_sb3.zoo.tracking import open_tracking
 
     uri = _store(tmp_path, mlflow_template)
-    cache = PlanCache((), {"learning_starts": "500"}, 3000, folder=tmp_path / "cache" / "plans")
-    jobs, _ = plan_grid(["sac", "td3"], ["Pendulum-v1"], range(3), n_timesteps=3000, eval_freq=500,
-                        eval_episodes=5, overrides={"learning_starts": "500"},
-                        default_budgets=default_budgets("Pendulum-v1"), cache=cache)  # fmt: skip
+    cache = PlanCache((), {}, 3000, folder=tmp_path / "cache" / "plans")
+    jobs, _ = plan_grid(["sac", "a2c"], ["Pendulum-v1"], range(5), n_timesteps=3000, eval_freq=1000,
+                        eval_episodes=5, overrides={}, default_budgets=default_budgets("Pendulum-v1"),
+                        cache=cache)  # fmt: skip
     store = open_tracking(uri, "readme-demo")
     for job in jobs:  # the store of a finished grid (the runs' contents do not matter to a rerun)
         store.end_run(store.create_run("job", job.name, {"lit_sb3.job_id": job.job_id}))
@@ -147,6 +147,6 @@ def test_noop_rerun_plans_without_torch_or_lightning(tmp_path: Path, mlflow_temp
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                          timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert "nothing to do: all 6 jobs already finished in experiment 'readme-demo'" in out.stdout
+    assert "nothing to do: all 10 jobs already finished in experiment 'readme-demo'" in out.stdout
     assert "heavy: []" in out.stdout, out.stdout
-    assert out.stdout.splitlines()[0].startswith("bench run: algos sac,td3 x envs Pendulum-v1")
+    assert out.stdout.splitlines()[0].startswith("bench run: algos sac,a2c x envs Pendulum-v1")

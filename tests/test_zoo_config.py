@@ -363,14 +363,33 @@ def test_time_feature_wrapper_and_make_env_wrapper() -> None:
 
 # ------------------------------------------------------------------------------------------ commands
 def test_bench_list(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["list"]) == 0
+    assert main(["list", "--all"]) == 0
     out = capsys.readouterr().out
     for text in ("mujoco", "classic", "smoke", "HalfCheetah-v5", "MountainCarContinuous-v0", "dqn", "ddpg"):
         assert text in out
-    assert "dqn x Pendulum-v1: dqn needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)" in out
-    row = next(line for line in out.splitlines() if "Hopper-v5" in line and "│" in line)
+    words = " ".join(out.split())  # long lines wrap at 80 columns
+    assert (
+        "dqn x Pendulum-v1: dqn needs a Discrete action space; Pendulum-v1 has Box(-2.0, 2.0, (1,), float32)" in words
+    )
+    assert max(len(line) for line in out.splitlines()) <= 80  # the pair table is split to fit, not cut
+    rows = [line for line in out.splitlines() if "Hopper-v5" in line and "│" in line]  # one per table of algorithms
     with_hopper_v4 = [a for a in registry.ALGOS if "Hopper-v4" in load_zoo_file(REPO / "zoo_configs" / f"{a}.yml")]
-    assert row.count("v4") == len(with_hopper_v4) >= 5 and "n/a" in row
+    assert sum(row.count("v4") for row in rows) == len(with_hopper_v4) >= 5 and any("n/a" in row for row in rows)
+
+
+def test_bench_list_fits_one_screen_of_80_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    """By default: the suites, the extras and one row per algorithm of counts per suite, within 80 columns."""
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80 and len(lines) <= 40, out
+    assert "n/a" not in out and "bench list --all" in out
+    header = next(line for line in lines if "algo" in line and "mujoco" in line)
+    assert all(suite in header for suite in ("classic", "atari", "box2d"))
+    sac = next(line.split() for line in lines if line.split()[:1] == ["sac"])
+    assert sac[1 + header.split().index("mujoco") - 1] == "6/6"  # 6 MuJoCo envs, each with a tuned sac entry
+    dqn = next(line.split() for line in lines if line.split()[:1] == ["dqn"])
+    assert dqn[1 + header.split().index("mujoco") - 1] == "-"  # DQN acts in no MuJoCo env (Box actions)
     assert main(["list", "--envs", "mujco"]) == 2
     assert "did you mean 'mujoco'" in capsys.readouterr().err
 

@@ -1,6 +1,6 @@
 """Where the suite's data lives: the zoo configs (``zoo_configs/``), the suites (``benchmarks/suites.yml``),
-the score table (``benchmarks/scores.yml``) and the measured seed-batching efficiency
-(``benchmarks/seed_batch.yml``).
+the score table (``benchmarks/scores.yml``), the measured seed-batching efficiency (``benchmarks/seed_batch.yml``)
+and the measured rates the cost estimates start from (``benchmarks/rates.yml``).
 
 They stay where they are in the repository and are installed with the package: the wheel build copies them
 into ``lit_sb3/zoo/_data/`` (``setup.py``, ``build_py``), and they are read through :mod:`importlib.resources`.
@@ -23,6 +23,7 @@ DATA: dict[str, str] = {
     "suites.yml": "benchmarks/suites.yml",
     "scores.yml": "benchmarks/scores.yml",
     "seed_batch.yml": "benchmarks/seed_batch.yml",
+    "rates.yml": "benchmarks/rates.yml",
 }
 """Name under ``lit_sb3/zoo/_data/`` -> path in the repository (``setup.py`` copies them at build time)."""
 
@@ -31,7 +32,7 @@ def data_path(name: str) -> Path:
     """The installed data file or folder ``name`` (see :data:`DATA`), else the source checkout's.
 
     Args:
-        name: ``zoo_configs``, ``suites.yml``, ``scores.yml`` or ``seed_batch.yml``.
+        name: ``zoo_configs``, ``suites.yml``, ``scores.yml``, ``seed_batch.yml`` or ``rates.yml``.
     """
     if name not in DATA:
         raise KeyError(f"unknown data {name!r}; known: {', '.join(DATA)}")

@@ -194,9 +194,12 @@ def env_spaces(env_id: str) -> tuple[spaces.Space, spaces.Space]:
     Args:
         env_id: gymnasium env id.
     """
+    from lit_sb3.zoo.env_warnings import captured
+
     check_env_id(env_id)
     try:
-        env = gym.make(env_id)
+        with captured(env_id):  # said once by whoever drains them (lit_sb3.zoo.env_warnings)
+            env = gym.make(env_id)
     except Exception as exc:  # noqa: BLE001 - any failure to build the env is a user-facing error
         raise BenchError(f"env '{env_id}' cannot be created: {type(exc).__name__}: {exc}") from exc
     try:
@@ -239,9 +242,11 @@ def env_has_action_masks(env_id: str) -> bool:
         env_id: gymnasium env id.
     """
     from lit_sb3.core.masking import is_masking_supported
+    from lit_sb3.zoo.env_warnings import captured
 
     env_spaces(env_id)  # the one-line errors of an unknown or broken env
-    env = gym.make(env_id)
+    with captured(env_id):
+        env = gym.make(env_id)
     try:
         return is_masking_supported(env)
     finally:

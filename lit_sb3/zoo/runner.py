@@ -317,6 +317,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
     """Train the seeds as one model and record each; returns why they cannot be one model (nothing was trained
     or recorded then; only for K > 1), else None once every seed's run has ended."""
     t_start, cpu_start = time.monotonic(), time.process_time()
+    age = process_age()  # the process's start before this call (spawn, imports): part of the job's start-up
     model: Any = None
 
     def report(seed: _Seed) -> None:
@@ -344,7 +345,8 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
 
     try:
         from lit_sb3 import RLEnvDataModule, RLTrainer, SeedRoutingLogger
-        from lit_sb3.zoo.worker.callbacks import SeedsCallback, SeedView, job_callbacks
+        from lit_sb3.zoo.cost import warmup_steps
+        from lit_sb3.zoo.worker.callbacks import EvalClock, SeedsCallback, SeedView, job_callbacks
         from lit_sb3.zoo.worker.guards import SeedLogger
 
         spec = seeds[0].spec
@@ -366,6 +368,8 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
             if len(seeds) == 1:
                 raise
             return " ".join(str(exc).split())
+        clock = EvalClock(len(seeds))  # the seeds' evaluations share the process's training time
+        warmup = warmup_steps(spec.algo, spec.config.get("algo_kwargs") or {})
         for seed in seeds:
             if store is not None:
                 from lit_sb3.zoo.tracking import job_logger, job_params
@@ -376,7 +380,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
             seed.view = SeedView(model, seed.index, seed.train_env, seed.logger)
             seed.callbacks = job_callbacks(
                 seed.spec.job_id, seed.spec.n_timesteps, seed.eval_env, seed.spec.eval_episodes,
-                seed.spec.eval_freq, seed.hooks, progress,
+                seed.spec.eval_freq, seed.hooks, progress, warmup, clock,
             )  # fmt: skip
         driver = SeedsCallback(
             [(s.index, s.view, [s.callbacks[2], s.callbacks[0]]) for s in seeds],  # progress, then evaluation
@@ -401,6 +405,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
             t_fit = time.monotonic()
             trainer.fit(model, datamodule=RLEnvDataModule(train_env=train_env))
             fit_seconds = max(time.monotonic() - t_fit, 1e-9)
+            train_seconds = fit_seconds - clock.seconds
             for seed in seeds:
                 if not seed.ended and seed.index in model.failed:
                     fail(seed.index, model.failed[seed.index], "")
@@ -417,7 +422,9 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
                     finish_job(seed.spec, seed.view.member(), eval_cb, hook_cb, [seed.logger], seed.result,
                                store=store, mlflow_logger=seed.mlflow_logger, folder=Path(tmp), t_start=t_start,
                                cpu_start=cpu_start,
-                               fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording())  # fmt: skip
+                               fit_seconds=fit_seconds, stopped_status=stopped_status, video=seed.recording(),
+                               train_seconds=train_seconds, progress_cb=seed.callbacks[2],
+                               process_seconds=age)  # fmt: skip
                 except Exception as exc:  # noqa: BLE001 - this seed fails, the others are still recorded
                     record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, seed.view.num_timesteps)
                 report(seed)
@@ -473,7 +480,9 @@ def _recording_eval_env(spec: JobSpec, folder: Path, start: Callable[[], bool]) 
 def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: Sequence[Any], result: JobResult, *,
                store: Any, mlflow_logger: Any, folder: Path, t_start: float, fit_seconds: float,
                cpu_start: float | None = None,
-               stopped_status: str = "FINISHED", video: tuple[Any, Path] | None = None) -> None:  # fmt: skip
+               stopped_status: str = "FINISHED", video: tuple[Any, Path] | None = None,
+               train_seconds: float | None = None, progress_cb: Any = None,
+               process_seconds: float = 0.0) -> None:  # fmt: skip
     """After a job's training: the final evaluation (unless the last periodic one was at the end, or a hook
     stopped the run: its score is the evaluation that stopped it), the ``final/*`` and ``time/*`` metrics, the
     artifacts, and the run ended FINISHED (or ``stopped_status``); fills ``result`` (one seed of :func:`run_jobs`).
@@ -494,8 +503,14 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
             since (a seed batch's K seeds share it, as they share ``time/wall_seconds``).
         stopped_status: final status of a run stopped by a hook.
         video: ``(recording eval env, its folder)`` of ``--record-final``: the mp4 is logged under ``videos/``.
+        train_seconds: seconds of ``trainer.fit`` not spent evaluating (every seed of a seed batch); with
+            ``progress_cb`` (its :class:`~lit_sb3.zoo.worker.callbacks.ProgressCallback`: the warm-up's seconds),
+            the ``time/*`` metrics the cost estimates read (:mod:`lit_sb3.zoo.cost`) are logged.
+        progress_cb: see ``train_seconds``.
+        process_seconds: how long the process had run when the job started (counted in its start-up).
     """
     result.stopped_early = bool(hook_cb.stopped)
+    eval_before = eval_cb.eval_seconds
     if (eval_cb.last_eval_step != model.num_timesteps and not hook_cb.stopped) or not hook_cb.rows:
         eval_cb.num_timesteps = model.num_timesteps
         eval_cb.evaluate()
@@ -516,6 +531,16 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
     }
     if cpu_start is not None:
         final["time/cpu_seconds"] = time.process_time() - cpu_start
+    if train_seconds is not None and progress_cb is not None:  # the phases' seconds (lit_sb3.zoo.cost reads them)
+        final.update({
+            "time/train_seconds": train_seconds, "time/eval_seconds": eval_cb.eval_seconds,
+            "time/eval_steps": float(eval_cb.eval_steps), "time/seed_batch": float(eval_cb.clock.batch),
+            "time/startup_seconds": process_seconds
+            + max(0.0, wall - fit_seconds - (eval_cb.eval_seconds - eval_before)),
+        })  # fmt: skip
+        if progress_cb.warmup_steps and math.isfinite(progress_cb.warmup_seconds):
+            final["time/warmup_steps"] = float(progress_cb.warmup_steps)
+            final["time/warmup_seconds"] = progress_cb.warmup_seconds
     for logger in loggers:
         logger.log_metrics(final, step=int(model.num_timesteps))
     if mlflow_logger is not None:
@@ -535,6 +560,18 @@ def finish_job(spec: JobSpec, model: Any, eval_cb: Any, hook_cb: Any, loggers: S
     result.status = stopped_status if result.stopped_early else "FINISHED"
     if store is not None:
         store.end_run(result.run_id, result.status)
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux ``/proc``; 0 where it cannot be read)."""
+    import os
+
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        started = int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22: start time in clock ticks after boot
+        return max(0.0, float(Path("/proc/uptime").read_text().split()[0]) - started)
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 def record_failure(exc: BaseException, result: JobResult, store: Any, mlflow_logger: Any, t_start: float,

@@ -236,8 +236,8 @@ def run_until_verdict(
     finished = tracking.finished_job_ids()
     if args.dry_run:
         print_plan(plan, jobs, finished)
-        _seed_batch_units([j for j in jobs if j.seed in plan.wave_seeds(0) and j.job_id not in finished],
-                          args.seed_batch)  # fmt: skip
+        first = [j for j in jobs if j.seed in plan.wave_seeds(0) and j.job_id not in finished]
+        _print_until_verdict_estimate(args, tracking, jobs, first, _seed_batch_units(first, args.seed_batch), plan)
         return 0
     active = _claim_store(tracking, skipped)
     if active:
@@ -295,8 +295,48 @@ def run_until_verdict(
                               "sequential/decisions.json")  # fmt: skip
         tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
     _print_summary(results, skipped, 0, 0)
-    print(_decisions_md(family))
+    _print_decisions(family)
+    from lit_sb3.zoo.tracking.links import results_hint
+
+    print(results_hint(uri, experiment, tracking.target.experiment_id, grid_run_id=parent_id), flush=True)
     return 0 if status == "FINISHED" else 1
+
+
+def _print_decisions(family: Sequence[Any]) -> None:
+    """The decisions as a terminal table (the same columns as the summary's Markdown)."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(file=sys.stdout, highlight=False)
+    table = Table(title="decisions", title_justify="left")
+    for col in ("X", "Y", "env", "seeds", "P(X > Y)", "conf. sequence", "repeated p", "outcome", "why it stopped"):
+        table.add_column(col, justify="right" if col in ("seeds", "P(X > Y)", "repeated p") else "left")
+    for c in family:
+        if not c.looks:
+            continue
+        lk = c.looks[-1]
+        table.add_row(c.x, c.y, Text(c.env), str(lk.n), f"{lk.point:.3f}", f"[{lk.low:.3f}, {lk.high:.3f}]",
+                      f"{lk.p_value:.3g}", Text(_OUTCOME[c.outcome].format(x=c.x, y=c.y)), Text(c.reason))  # fmt: skip
+    console.print(table)
+
+
+def _print_until_verdict_estimate(args: argparse.Namespace, tracking: Any, jobs: Sequence[Any], first: Sequence[Any],
+                                  units: Sequence[Any], plan: Any) -> None:  # fmt: skip
+    """``--dry-run``: the first wave's estimate and the whole sequence's best and worst wall time."""
+    import os
+
+    from lit_sb3.zoo.commands.run import _print_estimate
+    from lit_sb3.zoo.cost import duration, job_costs, until_verdict_seconds
+
+    _print_estimate(args, tracking, jobs, first, units, until_verdict=True)
+    costs, _ = job_costs(jobs, tracking.timed_job_runs(sorted({j.algo for j in jobs})))
+    best, worst = until_verdict_seconds(costs, jobs, args.seed_batch, args.jobs or os.cpu_count() or 1,
+                                        plan.min_seeds, plan.max_seeds, plan.wave)  # fmt: skip
+    print(
+        f"estimate of the sequence: about {duration(best)} if every comparison settles at {plan.min_seeds} seeds, "
+        f"{duration(worst)} if every one stays open to {plan.max_seeds}"
+    )
 
 
 def _at(c: Any, k: int) -> Any:
@@ -325,13 +365,16 @@ def _decisions_md(family: Sequence[Any]) -> str:
 def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any], args: argparse.Namespace,
               seed_batch_units: Any, runbook_cls: Any) -> list[Any]:  # fmt: skip
     """Run one wave's jobs through the launcher (the same path as a plain ``bench run``); their results."""
+    from lit_sb3.zoo.cost import job_costs
     from lit_sb3.zoo.launchers.base import JobDone
     from lit_sb3.zoo.progress import GridProgress, progress_interval
 
     units = seed_batch_units(wave, args.seed_batch)
+    costs, _ = job_costs(wave, tracking.timed_job_runs(sorted({j.algo for j in wave})))  # the ETA's estimate
     results = []
     with GridProgress(len(wave), jobs=wave, file=sys.stdout, workers=args.jobs,
-                      interval=progress_interval(args.progress_interval)) as progress:  # fmt: skip
+                      interval=progress_interval(args.progress_interval), units=units, costs=costs,
+                      seed_batch=args.seed_batch) as progress:  # fmt: skip
         for event in launcher.submit(units, tracking.target, runbook_cls(tracking, parent_id)):
             progress.handle(event)
             if isinstance(event, JobDone):

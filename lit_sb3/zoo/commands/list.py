@@ -30,9 +30,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     Args:
         subparsers: the CLI's sub-parsers.
     """
-    parser = subparsers.add_parser("list", help="list suites, algorithms and configured algo x env pairs")
-    parser.add_argument("--envs", help="comma list of suites/env ids for the table (default: every suite's envs)")
-    parser.add_argument("--algos", help="comma list of algorithms for the table (default: all)")
+    parser = subparsers.add_parser(
+        "list", help="list suites, algorithms and configured algo x env pairs",
+        description="One screen: the suites, the extras, and per algorithm and suite how many envs it can run and "
+        "how many have a tuned config entry. --all (or --envs/--algos) shows every pair.",
+    )  # fmt: skip
+    parser.add_argument("--envs", help="comma list of suites/env ids for the pair table (default: every suite's envs)")
+    parser.add_argument("--algos", help="comma list of algorithms for the pair table (default: all)")
+    parser.add_argument("--all", action="store_true", help="every algo x env pair, the algorithms' classes and why "
+                        "a pair cannot run (default: counts per algorithm and suite)")  # fmt: skip
     parser.set_defaults(func=run)
     return parser
 
@@ -103,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
     from lit_sb3.zoo.registry import ALGOS
     from lit_sb3.zoo.suites import expand_algos, expand_envs, load_suites, suites_path
 
-    # as wide as the text: a narrow terminal wraps lines instead of cutting columns
-    console = Console(file=sys.stdout, width=max(100, Console(file=sys.stdout).width), soft_wrap=True)
+    # the terminal's width (80 without one): tables are split to fit, long lines wrap
+    console = Console(file=sys.stdout, highlight=False)
     suites = load_suites()
     algos = expand_algos(args.algos) if args.algos else list(ALGOS)
     if args.envs:
@@ -124,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
            "files": file_digests([suites_path(), *(zoo_config_path(a) for a in algos)])}  # fmt: skip
     probe = memo("list", key, compute) if all(":" not in e for e in envs) else compute()
 
+    if not (args.all or args.envs or args.algos):
+        _print_counts(console, suites, probe, algos, envs)
+        return 0
     console.print("[bold]Suites[/bold]")
     for suite in suites.values():
         parts = [f"{e} ({suite.n_timesteps[e]:,} steps)" if e in suite.n_timesteps else e for e in suite.envs]
@@ -140,25 +149,72 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"  {algo}: {info['path']} (action spaces: {info['spaces']}; policies: {info['policies']})",
                       highlight=False)  # fmt: skip
 
-    table = Table(title="Configured pairs", show_lines=False)
-    table.add_column("env", no_wrap=True, min_width=max((len(e) for e in envs), default=3))
-    # wide enough for every env id and algorithm column (13 algorithms do not fit 100 columns)
-    cell = max(len(c) for c in LEGEND)  # "defaults": a cell is never cut ("defau…" at 80 columns)
-    needed = max(len(e) for e in envs) + 4 + sum(max(len(a), cell) + 3 for a in algos) if envs else 0
-    console.width = max(console.width, needed)
-    for algo in algos:
-        table.add_column(algo, justify="center", no_wrap=True, min_width=max(len(algo), cell))
     problems: list[str] = []
     for env_id in envs:
-        cells = probe["cells"][env_id]
-        for algo, (cell, detail) in zip(algos, cells):
+        for algo, (cell, detail) in zip(algos, probe["cells"][env_id]):
             if cell == "n/a" and detail:
                 problems.append(f"{algo} x {env_id}: {detail}")
-        table.add_row(Text(env_id), *(Text(c) for c, _ in cells))
-    console.print(table)
+    # as many algorithm columns as the terminal holds, in as many tables as needed: a cell is never cut
+    cell = max(len(c) for c in LEGEND)  # "defaults" ("defau…" at 80 columns otherwise)
+    env_width = max((len(e) for e in envs), default=3)
+    per_table = max(1, (console.width - env_width - 4) // (cell + 3))
+    for start in range(0, len(algos), per_table):
+        chunk = list(range(start, min(start + per_table, len(algos))))
+        title = "Configured pairs" + (f" ({start + 1}-{chunk[-1] + 1} of {len(algos)} algorithms)"
+                                      if len(algos) > per_table else "")  # fmt: skip
+        table = Table(title=title, show_lines=False)
+        table.add_column("env", no_wrap=True, min_width=env_width)
+        for i in chunk:
+            table.add_column(algos[i], justify="center", no_wrap=True, min_width=max(len(algos[i]), cell))
+        for env_id in envs:
+            cells = probe["cells"][env_id]
+            table.add_row(Text(env_id), *(Text(cells[i][0]) for i in chunk))
+        console.print(table)
     console.print("  " + "; ".join(f"{k}: {v}" for k, v in LEGEND.items()), highlight=False)
     if problems:
         console.print("[bold]Not runnable[/bold]")
         for line in problems:
             console.print(f"  {line}", highlight=False, markup=False)
     return 0
+
+
+def _print_counts(console: Console, suites: dict[str, Any], probe: dict[str, Any], algos: list[str],
+                  envs: list[str]) -> None:  # fmt: skip
+    """The one-screen listing: suites, extras, and per algorithm and suite the envs it can run (tuned / runnable).
+
+    Args:
+        console: where to print.
+        suites: the suites.
+        probe: :func:`_probe`'s answer.
+        algos: the algorithms.
+        envs: every suite's envs.
+    """
+    from rich import box
+
+    from lit_sb3.zoo.extras import EXTRAS
+
+    console.print("[bold]Suites[/bold] (bench run --envs <suite>): " + ", ".join(
+        f"{s.name} ({len(s.envs)} envs)" for s in suites.values()
+    ))  # fmt: skip
+    states = [name if probe["extras"].get(name) is None else f"{name} missing ({extra.install})"
+              for name, extra in EXTRAS.items()]  # fmt: skip
+    console.print("[bold]Extras[/bold]: " + ", ".join(states), markup=True)
+    table = Table(title="Envs each algorithm can run per suite: tuned entry / runnable (of the suite's envs)",
+                  box=box.SIMPLE, title_justify="left")  # fmt: skip
+    table.add_column("algo", no_wrap=True)
+    index = {e: i for i, e in enumerate(envs)}
+    for suite in suites.values():
+        table.add_column(suite.name, justify="center", no_wrap=True)
+    for a, algo in enumerate(algos):
+        row = []
+        for suite in suites.values():
+            cells = [probe["cells"][e][a][0] for e in suite.envs if e in index]
+            runnable = sum(c in ("entry", "v4", "defaults") for c in cells)
+            tuned = sum(c in ("entry", "v4") for c in cells)
+            row.append(
+                "extra" if cells and all(c == "extra" for c in cells) else f"{tuned}/{runnable}" if runnable else "-"
+            )
+        table.add_row(algo, *row)
+    console.print(table)
+    console.print("  extra: its optional extra is not installed; -: no env of the suite fits the algorithm. "
+                  "Every pair, and why one cannot run: bench list --all (or --envs/--algos)")  # fmt: skip

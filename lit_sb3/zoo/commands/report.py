@@ -102,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise BenchError(f"cannot write the report to {str(out)!r}: {exc.strerror or exc}") from exc
     print(f"report: {path} and {path.with_suffix('.html')}")
+    from lit_sb3.zoo.tracking.links import experiment_url, ui_base_url, ui_command
+
+    serve = ui_command(args.tracking_uri)
+    where = f"open {experiment_url(ui_base_url(args.tracking_uri), results.experiment_id)}"
+    print(f"next: open {path.with_suffix('.html').resolve().as_uri()} in a browser | the runs in MLflow: "
+          + (f"{serve}, then {where}" if serve else where), flush=True)  # fmt: skip
     return 0
 
 

@@ -239,6 +239,10 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str, list[str
         torch_threads=args.torch_threads, default_budgets=default_budgets(args.envs), log_interval=args.log_interval,
         notes=notes, cache=cache, record_final=args.record_final, impls=impls, eval_seed_offset=eval_seed_offset,
     )  # fmt: skip
+    from lit_sb3.zoo.env_warnings import drain
+
+    # what the env families said while planning made their envs: said once, with the notes, above the display
+    notes += [f"note (from building the envs): {line}" for line in drain()]
     if not jobs:
         reasons = "; ".join(s.reason for s in skipped) or "empty grid"
         raise BenchError(f"nothing to run: {reasons}")
@@ -322,6 +326,31 @@ def _claim_store(tracking: Any, skipped: Sequence[Any]) -> dict[str, str]:
     if n_stale:
         print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
     return active
+
+
+def _print_estimate(args: argparse.Namespace, tracking: Any, jobs: Sequence[Any], todo: Sequence[Any],
+                    units: Sequence[Any], until_verdict: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Print what the grid will cost here (:func:`lit_sb3.zoo.cost.plan_lines`); each job's cost (the ETA's
+    prior).
+
+    Args:
+        args: parsed arguments (``--jobs``, ``--seed-batch``, ``--launcher``).
+        tracking: the experiment's tracking session (finished runs give the rates).
+        jobs: every job of the grid.
+        todo: those to run.
+        units: ``todo`` in seed batches.
+        until_verdict: the grid is ``--until-verdict``'s.
+    """
+    import os
+
+    from lit_sb3.zoo.cost import plan_lines
+
+    workers = args.jobs or os.cpu_count() or 1
+    runs = tracking.timed_job_runs(sorted({j.algo for j in jobs}))
+    lines, costs = plan_lines(jobs, todo, units, args.seed_batch, workers, runs, args.launcher, until_verdict)
+    for line in lines:
+        print(line, flush=True)
+    return costs
 
 
 def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -495,7 +524,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
           f"experiment '{args.experiment or default_experiment_name(args.envs)}' at {uri}",
           flush=True)  # fmt: skip
     for line in notes:  # on-policy budgets rounded up to whole rollouts; each pair's evaluation protocol
-        print(line if line.startswith("evaluation: ") else f"budget: {line}", flush=True)
+        print(line if line.startswith(("evaluation: ", "note ")) else f"budget: {line}", flush=True)
     if getattr(args, "until_verdict", False):  # waves of seeds until each comparison is settled
         from lit_sb3.zoo.waves import run_until_verdict
 
@@ -516,7 +545,8 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
     finished = tracking.finished_job_ids()
     if args.dry_run:
         _print_plan(jobs, skipped, finished, experiment, uri)
-        _seed_batch_units([j for j in jobs if j.job_id not in finished], args.seed_batch, args.jobs)
+        todo = [j for j in jobs if j.job_id not in finished]
+        _print_estimate(args, tracking, jobs, todo, _seed_batch_units(todo, args.seed_batch, args.jobs))
         return 0
     active = _claim_store(tracking, skipped)
     todo = [j for j in jobs if j.job_id not in finished and j.job_id not in active]
@@ -528,7 +558,9 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
     units = _seed_batch_units(todo, args.seed_batch, args.jobs)
-    progress.set_jobs(todo, "starting workers")
+    costs = _print_estimate(args, tracking, jobs, todo, units)
+    # the largest K the units were given (with --seed-batch auto, K is chosen per algo x env)
+    progress.set_jobs(todo, "starting workers", units=units, costs=costs, seed_batch=max(map(len, units)))
     from lit_sb3.zoo.launchers import get_launcher
 
     if launcher is None:

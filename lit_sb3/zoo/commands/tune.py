@@ -18,6 +18,29 @@ from lit_sb3.zoo.seed_batching import AUTO, parse_seed_batch
 __all__ = ["add_parser", "run"]
 
 
+#: the RL Zoo's ``train.py`` flags that ``bench tune`` names differently or does not need: flag -> what to give
+ZOO_FLAGS = {
+    "--optimize-hyperparameters": "bench tune always optimises: drop it",
+    "-optimize": "bench tune always optimises: drop it",
+    "--eval-freq": "give --n-evaluations N (evaluations per seed of a trial, its pruning points)",
+    "--log-folder": "give --output FILE (the best trial's YAML) and --storage (the study)",
+    "-f": "give --output FILE (the best trial's YAML) and --storage (the study)",
+    "--optimization-log-path": "every trial is a run in MLflow (--tracking-uri, --experiment); the study is in --storage",
+    "--tensorboard-log": "every trial is logged to MLflow (--tracking-uri, --experiment)",
+    "-tb": "every trial is logged to MLflow (--tracking-uri, --experiment)",
+    "--no-optim-plots": "the study's plots are logged to MLflow, never shown: drop it",
+}
+
+
+class _ZooFlag(argparse.Action):
+    """A flag of the RL Zoo's ``train.py`` that ``bench tune`` names differently: refused by :func:`run` in one
+    line naming ours."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:  # fmt: skip
+        namespace.zoo_flag = f"{option_string} is the RL Zoo's flag: {ZOO_FLAGS[str(option_string)]}"
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``tune``.
 
@@ -29,7 +52,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
     p.add_argument("--algo", help=f"algorithm ({', '.join(ALGORITHMS)})")
     p.add_argument("--env", help="gymnasium env id")
-    p.add_argument("--n-trials", type=int, default=20, help="finished (complete + pruned) trials the study should hold")
+    p.add_argument("--n-trials", "--max-total-trials", type=int, default=20, dest="n_trials",
+                   help="finished (complete + pruned) trials the study should hold (the RL Zoo's --max-total-trials)")  # fmt: skip
     p.add_argument("--n-timesteps", type=int, help="env steps per seed of a trial (default: the zoo config's)")
     p.add_argument("--n-evaluations", type=int, default=10, help="periodic evaluations per seed (pruning points)")
     p.add_argument("--eval-episodes", type=int, default=5, help="deterministic episodes per evaluation")
@@ -46,7 +70,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                    help="evaluations of a trial before the median pruner may prune it (default n_evaluations // 3)")  # fmt: skip
     p.add_argument("--storage", help="journal file path (default ./optuna/<study>.journal) or RDB URL")
     p.add_argument("--study-name", help="study name (default <algo>-<env>)")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes sharing the study")
+    p.add_argument("--jobs", "--n-jobs", type=int, default=1, dest="jobs",
+                   help="worker processes sharing the study (--n-jobs: the RL Zoo's name)")  # fmt: skip
     p.add_argument("--launcher", choices=("local", "ray"), default="local",
                    help="local: spawned processes (default); ray: Ray tasks (with --ray-address, on a cluster)")  # fmt: skip
     p.add_argument("--ray-address", metavar="auto|HOST:PORT", help="--launcher ray: the cluster (default: local Ray)")
@@ -73,8 +98,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--progress-interval", type=float, default=None, metavar="SECONDS",
                    help="a progress line (trials, env steps, fps, ETA) every SECONDS (default 30, or "
                    "LIT_SB3_PROGRESS_SECONDS)")  # fmt: skip
+    p.add_argument("--export-tuned-budget", action="store_true",
+                   help="the exported YAML keeps the study's --n-timesteps (default: the zoo config's budget; the "
+                   "budget tuned at is stated in its header)")  # fmt: skip
     p.add_argument("--show", action="store_true", help="print the study's best trials and exit (runs nothing)")
     p.add_argument("--top", type=int, default=10, help="trials shown by --show")
+    for flag in ZOO_FLAGS:  # the zoo's names are refused with ours, not with "unrecognized arguments"
+        p.add_argument(flag, nargs="?", action=_ZooFlag, help=argparse.SUPPRESS)
     p.set_defaults(func=run)
     return p
 
@@ -237,6 +267,8 @@ def run(args: argparse.Namespace) -> int:
     Args:
         args: parsed arguments.
     """
+    if getattr(args, "zoo_flag", None):
+        raise BenchError(args.zoo_flag)
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -349,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
         print(seed_batch_line, flush=True)
     if done >= args.n_trials:
         print("nothing to run: the study already holds the requested number of trials")
-        return _finish(study, output, None, None)
+        return _finish(study, output, None, None, storage=storage, tuned_budget=args.export_tuned_budget)
 
     tags = {"lit_sb3.study_name": study_name, "lit_sb3.sampler": settings.sampler, "lit_sb3.pruner": settings.pruner,
             "lit_sb3.algo": algo, "lit_sb3.env": env_id, "lit_sb3.optuna_storage": storage}  # fmt: skip
@@ -383,12 +415,14 @@ def run(args: argparse.Namespace) -> int:
         raise
     wall = time.monotonic() - t0
     study = load_or_create_study(settings, storage=opened)
-    return _finish(study, output, (tracking, parent_id), wall, code)
+    return _finish(study, output, (tracking, parent_id), wall, code, storage=storage,
+                   tuned_budget=args.export_tuned_budget)  # fmt: skip
 
 
-def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: float | None, code: int = 0) -> int:
+def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: float | None, code: int = 0, *,
+            storage: str = "", tuned_budget: bool = False) -> int:  # fmt: skip
     """Summary, figures, export, end of the study run (``mlflow_run``: the
-    :class:`~lit_sb3.zoo.tracking.Tracking` and the study's run id)."""
+    :class:`~lit_sb3.zoo.tracking.Tracking` and the study's run id), then where to look and what to run next."""
     from optuna.trial import TrialState
 
     from lit_sb3.zoo.tuning.export import log_study_figures, write_best_yaml
@@ -403,7 +437,7 @@ def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: 
     path = None
     if counts[TrialState.COMPLETE]:
         best = study.best_trial
-        path = write_best_yaml(study, output)
+        path = write_best_yaml(study, output, tuned_budget)
         print(f"best trial {best.number}: value {best.value:.6g}; zoo config written to {path}", flush=True)
     else:
         print("no complete trial: nothing exported")
@@ -426,4 +460,12 @@ def _finish(study: Any, output: Path, mlflow_run: tuple[Any, str] | None, wall: 
         from lit_sb3.zoo.tracking.links import study_hint
 
         print(study_hint(store.target.uri, store.target.experiment_id, run_id), flush=True)
+    from lit_sb3.zoo.tuning.study import dashboard_command
+
+    if storage:
+        print(f"study in optuna-dashboard: {dashboard_command(storage)}", flush=True)
+    if path is not None:
+        attrs = study.user_attrs
+        print(f"next: bench run --algos {attrs.get('algo')} --envs {shlex.quote(str(attrs.get('env_id')))} --config "
+              f"{shlex.quote(str(path))} --seeds 5   (the tuned config on 5 seeds, tracked in MLflow)", flush=True)  # fmt: skip
     return code

@@ -76,8 +76,11 @@ def check_config_on_env(cfg: Any) -> None:
                 f"{_where(cfg, key)}: {cfg.env_id} ({entry}) takes no argument {unknown[0]!r}"
                 f"{did_you_mean(unknown[0], accepted or [])}; accepted: {', '.join(accepted or [])}"
             )
+    from lit_sb3.zoo.env_warnings import captured
+
     try:
-        env = gym.make(cfg.env_id, **dict(cfg.env_kwargs or {}))
+        with captured(cfg.env_id):  # the env family's warnings are said once by the planning, not printed here
+            env = gym.make(cfg.env_id, **dict(cfg.env_kwargs or {}))
     except Exception as exc:  # noqa: BLE001 - the env's own refusal of the arguments, one line
         raise BenchError(f"{_where(cfg, 'env_kwargs')}: {cfg.env_id} cannot be made with {dict(cfg.env_kwargs or {})}: "
                          f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None  # fmt: skip

@@ -183,6 +183,29 @@ class Tracking:
             if not token:
                 return runs
 
+    def timed_job_runs(self, algos: Sequence[str], limit: int = 2000) -> list[dict[str, Any]]:
+        """``{"algo", "env", "metrics"}`` of the FINISHED job runs of ``algos`` in every experiment of the store
+        that logged the phases' ``time/*`` metrics (:data:`lit_sb3.zoo.cost.TIME_METRICS`), newest first.
+
+        Args:
+            algos: algorithms.
+            limit: most runs read.
+        """
+        from lit_sb3.zoo.cost import TIME_METRICS
+
+        if self.client is None:  # --dry-run on a store not created yet
+            return []
+        ids = [e.experiment_id for e in self.experiments()]
+        if not ids or not algos:
+            return []
+        flt = f"attributes.status = 'FINISHED' and tags.`{RUN_TYPE}` = 'job' and metrics.`time/train_seconds` >= 0"
+        runs = self.client.search_runs(
+            ids, filter_string=flt, max_results=limit, order_by=["attributes.start_time DESC"]
+        )
+        return [{"algo": r.data.tags.get("lit_sb3.algo", ""), "env": r.data.tags.get("lit_sb3.env", ""),
+                 "metrics": {k: v for k, v in r.data.metrics.items() if k in TIME_METRICS}}
+                for r in runs if r.data.tags.get("lit_sb3.algo") in algos]  # fmt: skip
+
     def get_run(self, run_id: str) -> Any:
         """The run (MLflow's ``Run``: ``info``, ``data.tags``, ``data.params``, ``data.metrics``)."""
         return self.client.get_run(run_id)

@@ -26,11 +26,13 @@ from lit_sb3.zoo.errors import BenchError
 __all__ = ["best_entry", "write_best_yaml", "print_best_trials", "log_study_figures"]
 
 
-def best_entry(study: Any) -> tuple[dict[str, Any], Any]:
+def best_entry(study: Any, tuned_budget: bool = False) -> tuple[dict[str, Any], Any]:
     """``({env_id: {...}}, best_trial)`` of a study made by ``bench tune``.
 
     Args:
         study: the Optuna study.
+        tuned_budget: ``n_timesteps`` is the study's (short) budget; default: the zoo config's (the study's when the
+            config sets none).
     """
     from lit_sb3.zoo.config import resolve
 
@@ -42,27 +44,35 @@ def best_entry(study: Any) -> tuple[dict[str, Any], Any]:
     algo, env_id = attrs.get("algo"), attrs.get("env_id")
     if not algo or not env_id:
         raise BenchError(f"study '{study.study_name}' was not made by bench tune (no algo/env_id attributes)")
-    policy = resolve(algo, env_id).policy
-    entry: dict[str, Any] = {"n_timesteps": int(attrs.get("n_timesteps") or 0), "policy": policy}
+    base = resolve(algo, env_id)
+    budget = int(attrs.get("n_timesteps") or 0) if tuned_budget or not base.n_timesteps else int(base.n_timesteps)
+    entry: dict[str, Any] = {"n_timesteps": budget, "policy": base.policy}
     entry.update(trial.user_attrs.get("hyperparameters", {}))
     return {env_id: entry}, trial
 
 
-def write_best_yaml(study: Any, path: str | Path) -> Path:
-    """Write the best trial as a zoo-format YAML file; returns the path.
+def write_best_yaml(study: Any, path: str | Path, tuned_budget: bool = False) -> Path:
+    """Write the best trial as a zoo-format YAML file; returns the path. Its header says the budget the trial
+    was tuned at; its ``n_timesteps`` is the zoo config's unless ``tuned_budget``.
 
     Args:
         study: the study.
         path: the file (folders are created).
+        tuned_budget: keep the study's budget (``--export-tuned-budget``).
     """
     import yaml
 
-    data, trial = best_entry(study)
+    data, trial = best_entry(study, tuned_budget)
     attrs = study.user_attrs
     seeds = attrs.get("seeds_per_trial", 1)
     how = "final evaluation" if attrs.get("objective", "final") == "final" else "mean of the last evaluations"
+    tuned = int(attrs.get("n_timesteps") or 0)
+    exported = next(iter(data.values()))["n_timesteps"]
+    budget = ("the same budget" if exported == tuned else
+              f"n_timesteps below is the zoo config's {exported:,}; bench tune --export-tuned-budget keeps the tuning one")  # fmt: skip
     header = (f"# bench tune: study {study.study_name}, trial {trial.number}, value {trial.value:.6g} "
-              f"({how}, mean over {seeds} seed{'s' if seeds != 1 else ''}), algo {attrs.get('algo')}\n")  # fmt: skip
+              f"({how}, mean over {seeds} seed{'s' if seeds != 1 else ''}), algo {attrs.get('algo')}\n"
+              f"# tuned at {tuned:,} env steps per seed; {budget}\n")  # fmt: skip
     out = Path(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

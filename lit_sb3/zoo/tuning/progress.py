@@ -101,15 +101,16 @@ class StudyProgress:
         for t in trials:
             steps = max(t.intermediate_values, default=0)
             seconds = ((t.datetime_complete or now) - t.datetime_start).total_seconds() if t.datetime_start else 0.0
-            if t.state == TrialState.RUNNING:
-                done_steps += steps
+            if t.state == TrialState.RUNNING:  # a trial counts within its budget (rollouts round it up)
+                done_steps += min(steps, self.steps_per_trial)
                 rate = steps / seconds if steps and seconds > 0 else math.nan
                 if len(parts) < _MAX_LINE_TRIALS:
                     fps = "-" if math.isnan(rate) else f"{rate:,.0f}"
-                    parts.append(f"trial {t.number} {steps:,}/{self.steps_per_trial:,} at {fps} fps")
+                    shown = min(steps, self.steps_per_trial)
+                    parts.append(f"trial {t.number} {shown:,}/{self.steps_per_trial:,} at {fps} fps")
             else:
                 used = int(t.user_attrs.get("env_steps", self.steps_per_trial if t.state == TrialState.COMPLETE else 0))
-                done_steps += used
+                done_steps += min(used, self.steps_per_trial)
                 rate = used / seconds if used and seconds > 0 else math.nan
             if math.isfinite(rate):
                 rates.append(rate)

@@ -28,7 +28,9 @@ __all__ = [
     "storage_spec",
     "open_storage",
     "make_sampler",
+    "dashboard_command",
     "load_or_create_study",
+    "objective_name",
     "finished_count",
     "run_workers",
 ]
@@ -173,6 +175,7 @@ def load_or_create_study(settings: TuneSettings, *, storage: Any | None = None, 
         for key in _IDENTITY:
             study.set_user_attr(key, getattr(settings, key))
         study.set_user_attr("search_space", settings.space)
+        study.set_metric_names([objective_name(settings.objective, settings.seeds_per_trial)])  # the dashboard's
     else:
         for key in _IDENTITY:
             if key in attrs and attrs[key] != getattr(settings, key):
@@ -181,6 +184,28 @@ def load_or_create_study(settings: TuneSettings, *, storage: Any | None = None, 
                     f"{getattr(settings, key)!r}; use the same options or another --study-name"
                 )
     return study
+
+
+def objective_name(objective: str, seeds: int) -> str:
+    """What a study's value measures, as the dashboard names it (not Optuna's ``Objective 0``).
+
+    Args:
+        objective: ``final`` or ``last_mean`` (``--objective``).
+        seeds: seeds per trial.
+    """
+    what = "final eval mean return" if objective == "final" else "mean eval return of the last 3 evaluations"
+    return f"{what}, mean over {seeds} seed{'s' if seeds != 1 else ''}"
+
+
+def dashboard_command(storage: str) -> str:
+    """The command that shows a study's storage in optuna-dashboard.
+
+    Args:
+        storage: a journal file path or an RDB URL (``--storage``).
+    """
+    import shlex
+
+    return f"optuna-dashboard {shlex.quote(storage)}"
 
 
 def finished_count(study: Any) -> int:

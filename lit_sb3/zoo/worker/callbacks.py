@@ -21,10 +21,30 @@ from lit_sb3.callbacks import BaseCallback
 from lit_sb3.callbacks.eval import EvalCallback
 from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress
 
-__all__ = ["HookCallback", "JobEvalCallback", "ProgressCallback", "SeedView", "SeedsCallback", "job_callbacks"]
+__all__ = [
+    "EvalClock",
+    "HookCallback",
+    "JobEvalCallback",
+    "ProgressCallback",
+    "SeedView",
+    "SeedsCallback",
+    "job_callbacks",
+]
 
 EvalRow = tuple[int, float, float, float]
 """``(env steps, mean reward, std reward, mean episode length)`` of one evaluation."""
+
+
+class EvalClock:
+    """Seconds the seeds of one process spent evaluating (they share the training's wall time).
+
+    Args:
+        batch: seeds trained together in the process.
+    """
+
+    def __init__(self, batch: int = 1) -> None:
+        self.seconds = 0.0
+        self.batch = batch
 
 
 class ProgressCallback(BaseCallback):
@@ -34,9 +54,12 @@ class ProgressCallback(BaseCallback):
         job_id: the job.
         total: its env-step budget.
         progress: receives the snapshots (None: none are made).
+        warmup_steps: env steps before the first update (the time they take is measured; 0: none).
+        clock: the process's evaluation seconds (default: this seed's own).
     """
 
-    def __init__(self, job_id: str, total: int, progress: Callable[[JobProgress], None] | None) -> None:
+    def __init__(self, job_id: str, total: int, progress: Callable[[JobProgress], None] | None,
+                 warmup_steps: int = 0, clock: EvalClock | None = None) -> None:  # fmt: skip
         super().__init__()
         self.job_id = job_id
         self.total = total
@@ -44,9 +67,16 @@ class ProgressCallback(BaseCallback):
         self.eval_cb: JobEvalCallback | None = None
         self.last_sent = 0.0
         self.t0 = time.monotonic()
+        self.warmup_steps = min(int(warmup_steps), int(total))
+        self.warmup_seconds = math.nan
+        self.clock = clock or EvalClock()
 
     def _on_training_start(self) -> None:
         self.t0 = time.monotonic()
+
+    def train_seconds(self) -> float:
+        """Seconds of training so far (evaluations excluded)."""
+        return time.monotonic() - self.t0 - self.clock.seconds
 
     def report(self, force: bool = False) -> None:
         """Send a snapshot (at most one a second unless ``force``)."""
@@ -61,9 +91,16 @@ class ProgressCallback(BaseCallback):
         last_eval = float(self.eval_cb.last_mean_reward) if evaluated else math.nan
         steps = int(model.num_timesteps)
         fps = steps / max(now - self.t0, 1e-9)
-        self.progress(JobProgress(self.job_id, steps, self.total, fps, last_return, last_eval))
+        ev = self.eval_cb
+        self.progress(JobProgress(
+            self.job_id, steps, self.total, fps, last_return, last_eval, elapsed=now - self.t0,
+            eval_seconds=self.clock.seconds, eval_steps=ev.eval_steps if ev else 0, n_evals=ev.n_evals if ev else 0,
+            warmup_steps=self.warmup_steps, warmup_seconds=self.warmup_seconds, batch=self.clock.batch,
+        ))  # fmt: skip
 
     def _on_step(self) -> bool:
+        if self.warmup_steps and math.isnan(self.warmup_seconds) and self.num_timesteps >= self.warmup_steps:
+            self.warmup_seconds = self.train_seconds()
         rewards = self.locals.get("rewards")
         if rewards is not None and not np.all(np.isfinite(rewards)):
             bad = float(np.asarray(rewards)[~np.isfinite(rewards)][0])
@@ -126,9 +163,11 @@ class JobEvalCallback(EvalCallback):
         hook_cb: called after each evaluation.
         n_eval_episodes: episodes per evaluation.
         eval_freq: env steps between evaluations.
+        clock: the process's evaluation seconds (default: this seed's own).
     """
 
-    def __init__(self, eval_env: object, hook_cb: HookCallback, n_eval_episodes: int, eval_freq: int) -> None:
+    def __init__(self, eval_env: object, hook_cb: HookCallback, n_eval_episodes: int, eval_freq: int,
+                 clock: EvalClock | None = None) -> None:  # fmt: skip
         super().__init__(
             eval_env,
             callback_after_eval=hook_cb,
@@ -144,6 +183,10 @@ class JobEvalCallback(EvalCallback):
         self._stop_at_next_step = False
         # (env step, returns, lengths) of an evaluation run in lockstep with other seeds' (SeedsCallback)
         self.precomputed: tuple[int, list[float], list[int]] | None = None
+        self.clock = clock or EvalClock()
+        self.eval_seconds = 0.0  # this seed's evaluations: their seconds, env steps and number
+        self.eval_steps = 0
+        self.n_evals = 0
 
     @property
     def at_boundaries(self) -> bool:
@@ -197,8 +240,10 @@ class JobEvalCallback(EvalCallback):
         from lit_sb3.core.evaluation import evaluate_policy
 
         assert self.model is not None
+        t0 = time.monotonic()
         precomputed, self.precomputed = self.precomputed, None
         if precomputed is not None and precomputed[0] == self.num_timesteps:
+            # evaluated in lockstep with the batch's other seeds: its time was spent there (SeedsCallback)
             rewards, lengths = precomputed[1], precomputed[2]
         else:
             self.sync_normalization()
@@ -212,6 +257,11 @@ class JobEvalCallback(EvalCallback):
                 use_masking=bool(getattr(self.model, "supports_action_masks", False)),
             )
         self.last_rewards, self.last_lengths = list(rewards), list(lengths)  # type: ignore[arg-type]
+        seconds = time.monotonic() - t0
+        self.eval_seconds += seconds
+        self.clock.seconds += seconds
+        self.eval_steps += int(np.sum(lengths))
+        self.n_evals += 1
         mean, std = float(np.mean(rewards)), float(np.std(rewards))
         self.last_mean_reward = mean
         self.last_eval_step = self.num_timesteps
@@ -228,6 +278,8 @@ def job_callbacks(
     eval_freq: int,
     hooks: Sequence[EvaluationHook],
     progress: Callable[[JobProgress], None] | None,
+    warmup_steps: int = 0,
+    clock: EvalClock | None = None,
 ) -> tuple[JobEvalCallback, HookCallback, ProgressCallback]:
     """The job's (evaluation, hook, progress) callbacks, wired to each other.
 
@@ -239,10 +291,13 @@ def job_callbacks(
         eval_freq: env steps between evaluations.
         hooks: evaluation hooks.
         progress: receives progress snapshots.
+        warmup_steps: env steps before the first update (its time is measured).
+        clock: the evaluation seconds of the process (shared by a seed batch's seeds).
     """
-    progress_cb = ProgressCallback(job_id, total, progress)
+    clock = clock or EvalClock()
+    progress_cb = ProgressCallback(job_id, total, progress, warmup_steps, clock)
     hook_cb = HookCallback(hooks, progress_cb)
-    eval_cb = JobEvalCallback(eval_env, hook_cb, n_eval_episodes, eval_freq)
+    eval_cb = JobEvalCallback(eval_env, hook_cb, n_eval_episodes, eval_freq, clock)
     progress_cb.eval_cb = eval_cb
     return eval_cb, hook_cb, progress_cb
 

@@ -29,20 +29,26 @@ def build_env(spec: JobSpec, *, evaluation: bool = False) -> Any:
         evaluation: build the single-env evaluation env (seed ``seed + spec.eval_seed_offset``, 10,000 by
             default; the RL Zoo uses the run's seed).
     """
+    import sys
+
     from lit_sb3.vec_env import VecFrameStack, VecNormalize, make_vec_env
+    from lit_sb3.zoo.env_warnings import captured, drain
     from lit_sb3.zoo.wrappers import make_env_wrapper
 
     cfg = spec.resolved_config()
     wrapper = make_env_wrapper(cfg.env_wrapper) if cfg.env_wrapper else None
     env_kwargs = cfg.eval_env_kwargs if evaluation and cfg.eval_env_kwargs is not None else cfg.env_kwargs
-    env = make_vec_env(
-        cfg.env_id,
-        n_envs=1 if evaluation else cfg.n_envs,
-        seed=spec.seed + (spec.eval_seed_offset if evaluation else 0),
-        wrapper_class=wrapper,
-        env_kwargs=dict(env_kwargs or {}),
-        monitor_kwargs=dict(cfg.monitor_kwargs or {}),
-    )
+    with captured(cfg.env_id):  # MuJoCo's warnings go to the job's log once, not to MUJOCO_LOG.TXT in the cwd
+        env = make_vec_env(
+            cfg.env_id,
+            n_envs=1 if evaluation else cfg.n_envs,
+            seed=spec.seed + (spec.eval_seed_offset if evaluation else 0),
+            wrapper_class=wrapper,
+            env_kwargs=dict(env_kwargs or {}),
+            monitor_kwargs=dict(cfg.monitor_kwargs or {}),
+        )
+    for line in drain():
+        print(f"note (building {cfg.env_id}): {line}", file=sys.stderr)
     for path, kwargs in cfg.vec_env_wrapper:
         if path.rsplit(".", 1)[-1] == "VecNormalize":
             continue  # normalisation is handled below (normalize: ...)

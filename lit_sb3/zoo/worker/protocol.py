@@ -44,6 +44,13 @@ class JobProgress:
         last_return: mean return of the recent training episodes (``rollout/ep_rew_mean`` as last logged; NaN
             before the first).
         last_eval: last evaluation mean reward (NaN before the first).
+        elapsed: seconds since the start of training (its process's: a seed batch's seeds share it).
+        eval_seconds: seconds of it spent evaluating (every seed of the process).
+        eval_steps: env steps of this seed's evaluations so far.
+        n_evals: this seed's evaluations so far.
+        warmup_steps: env steps before the first update (off-policy ``learning_starts``; 0: none).
+        warmup_seconds: training seconds the warm-up took (NaN until it is over).
+        batch: seeds trained together in the process.
     """
 
     job_id: str
@@ -52,6 +59,13 @@ class JobProgress:
     fps: float
     last_return: float = math.nan
     last_eval: float = math.nan
+    elapsed: float = math.nan
+    eval_seconds: float = 0.0
+    eval_steps: int = 0
+    n_evals: int = 0
+    warmup_steps: int = 0
+    warmup_seconds: float = math.nan
+    batch: int = 1
 
 
 @dataclass
