@@ -246,13 +246,48 @@ def timing_summary(store: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def headline(aggregates: dict, timing: str) -> str:
+    """``headline.md``: the README's table, one row per cell (each side's IQM, P(lit_sb3 > SB3) with its interval,
+    the verdict, each side's process time), from the report's ``aggregates.json`` and ``timing.md``."""
+    comparison = aggregates.get("implementation_comparison") or {}
+    against = next((a for a in comparison.get("against", []) if a.get("impl") == "sb3"), None)
+    if against is None:
+        return "No cell has runs of both sides yet.\n"
+    done = {(c["algo"], c["env"]) for c in against["cells"]}
+    pending = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 1 and (c.algo, c.env) not in done]
+    lines = [
+        f"| algo | env | IQM lit_sb3 | IQM SB3 | P(lit_sb3 > SB3) [{against['interval_name']}] | verdict | "
+        "process time lit_sb3 / SB3 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in against["cells"]:
+        iqm, poi, wall = c["iqm"], c["poi"], c["wall_seconds"]
+        lines.append(f"| {c['algo']} | {c['env']} | {iqm['lit_sb3']['point']:.1f} | {iqm['sb3']['point']:.1f} | "
+                     f"{poi['point']:.2f} [{poi['low']:.2f}, {poi['high']:.2f}] | {c['verdict']} | "
+                     f"{wall['lit_sb3']:,.0f} s / {wall['sb3']:,.0f} s ({wall['sb3'] / wall['lit_sb3']:.2f}x) |")  # fmt: skip
+    ratio = next((line for line in timing.splitlines() if line.startswith("SB3 (rl_zoo3) / lit_sb3")), "")
+    lines += ["", f"{len(done)} cells, {SEEDS} seeds a side each. Verdict: exact permutation test of P(lit_sb3 > SB3) "
+              f"per cell, Holm over the cells (family-wise error <= {against['alpha']}); 'equivalent' when the interval "
+              f"lies inside 0.5 +- {against['margin']}; 'open' otherwise. Process time: each side's runs, a seed "
+              "batch's time shared by its seeds."]  # fmt: skip
+    if ratio:
+        lines.append(f"Whole benchmark: {ratio}")
+    if pending:
+        lines.append(f"Not yet run ({len(pending)} of the required cells): {', '.join(pending)}.")
+    return "\n".join(lines) + "\n"
+
+
 def report(store: Path) -> None:
-    """``bench report`` of the experiment into ``reports/benchmark-classic/`` and the timing summary beside it."""
+    """``bench report`` of the experiment into ``reports/benchmark-classic/``, the timing summary and the README's
+    headline table (``headline.md``) beside it."""
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "timing.md").write_text(timing_summary(store))
+    timing = timing_summary(store)
+    (OUT / "timing.md").write_text(timing)
     subprocess.check_call([*_bench(), "report", "--experiment", EXPERIMENT, "--tracking-uri",
                            f"sqlite:///{store / 'mlflow.db'}", "--out", str(OUT), "--title",
                            "lit_sb3 vs SB3 (rl_zoo3): classic control at the RL Zoo's budgets"], cwd=store)  # fmt: skip
+    aggregates = json.loads((OUT / "aggregates.json").read_text())
+    (OUT / "headline.md").write_text(headline(aggregates, timing))
 
 
 def main(argv: list[str] | None = None) -> int:
