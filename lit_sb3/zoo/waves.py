@@ -326,12 +326,12 @@ def _print_until_verdict_estimate(args: argparse.Namespace, tracking: Any, jobs:
     """``--dry-run``: the first wave's estimate and the whole sequence's best and worst wall time."""
     import os
 
-    from lit_sb3.zoo.commands.run import _print_estimate
+    from lit_sb3.zoo.commands.run import _print_estimate, largest_batch
     from lit_sb3.zoo.cost import duration, job_costs, until_verdict_seconds
 
     _print_estimate(args, tracking, jobs, first, units, until_verdict=True)
     costs, _ = job_costs(jobs, tracking.timed_job_runs(sorted({j.algo for j in jobs})))
-    best, worst = until_verdict_seconds(costs, jobs, args.seed_batch, args.jobs or os.cpu_count() or 1,
+    best, worst = until_verdict_seconds(costs, jobs, largest_batch(args, units), args.jobs or os.cpu_count() or 1,
                                         plan.min_seeds, plan.max_seeds, plan.wave)  # fmt: skip
     print(
         f"estimate of the sequence: about {duration(best)} if every comparison settles at {plan.min_seeds} seeds, "
@@ -365,6 +365,7 @@ def _decisions_md(family: Sequence[Any]) -> str:
 def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any], args: argparse.Namespace,
               seed_batch_units: Any, runbook_cls: Any) -> list[Any]:  # fmt: skip
     """Run one wave's jobs through the launcher (the same path as a plain ``bench run``); their results."""
+    from lit_sb3.zoo.commands.run import largest_batch
     from lit_sb3.zoo.cost import job_costs
     from lit_sb3.zoo.launchers.base import JobDone
     from lit_sb3.zoo.progress import GridProgress, progress_interval
@@ -374,7 +375,7 @@ def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any],
     results = []
     with GridProgress(len(wave), jobs=wave, file=sys.stdout, workers=args.jobs,
                       interval=progress_interval(args.progress_interval), units=units, costs=costs,
-                      seed_batch=args.seed_batch) as progress:  # fmt: skip
+                      seed_batch=largest_batch(args, units)) as progress:  # fmt: skip
         for event in launcher.submit(units, tracking.target, runbook_cls(tracking, parent_id)):
             progress.handle(event)
             if isinstance(event, JobDone):

@@ -252,6 +252,17 @@ def _plan(args: argparse.Namespace) -> tuple[list[Any], list[Any], str, list[str
     return unique, skipped, experiment, notes
 
 
+def largest_batch(args: argparse.Namespace, units: Sequence[Sequence[Any]]) -> int:
+    """The most seeds a unit trains together: ``--seed-batch K``, or with ``auto`` (K chosen per algo x env) the
+    largest unit's size; what the estimate and the progress take as K.
+
+    Args:
+        args: parsed arguments.
+        units: the jobs in seed batches.
+    """
+    return int(args.seed_batch) if args.seed_batch != AUTO else max(map(len, units), default=1)
+
+
 def _impls(args: argparse.Namespace) -> tuple[list[str], int]:
     """``--impl`` as a list (checked, the reference extra looked up when sb3 is asked) and the evaluation env's
     seed offset: the RL Zoo seeds its evaluation env with the run's seed, so a grid with the sb3 side evaluates both
@@ -347,7 +358,8 @@ def _print_estimate(args: argparse.Namespace, tracking: Any, jobs: Sequence[Any]
 
     workers = args.jobs or os.cpu_count() or 1
     runs = tracking.timed_job_runs(sorted({j.algo for j in jobs}))
-    lines, costs = plan_lines(jobs, todo, units, args.seed_batch, workers, runs, args.launcher, until_verdict)
+    lines, costs = plan_lines(jobs, todo, units, largest_batch(args, units), workers, runs, args.launcher,
+                              until_verdict)  # fmt: skip
     for line in lines:
         print(line, flush=True)
     return costs
@@ -560,7 +572,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
     units = _seed_batch_units(todo, args.seed_batch, args.jobs)
     costs = _print_estimate(args, tracking, jobs, todo, units)
     # the largest K the units were given (with --seed-batch auto, K is chosen per algo x env)
-    progress.set_jobs(todo, "starting workers", units=units, costs=costs, seed_batch=max(map(len, units)))
+    progress.set_jobs(todo, "starting workers", units=units, costs=costs, seed_batch=largest_batch(args, units))
     from lit_sb3.zoo.launchers import get_launcher
 
     if launcher is None:
