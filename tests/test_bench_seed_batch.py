@@ -85,7 +85,7 @@ def test_bad_seed_batch_is_one_line_before_anything(value: str, in_tmp_path: Pat
             "bench run: error: argument --seed-batch: expected 'auto' or an integer >= 1, got 'two' (see bench run --help)"
         ]
     else:
-        assert err == [f"bench run: error: --seed-batch must be 'auto' or an integer >= 1, got {value}"]
+        assert err == [f"bench run: error: --seed-batch must be in [1, 100,000], got {value}"]
     assert _runs(uri, "bad", None) == []
 
 

@@ -1367,7 +1367,13 @@ class BaseAlgorithm(L.LightningModule):
 
         if n_seeds > MAX_ARCHIVE_SEEDS:
             return  # more seeds than any archive may hold: the seeds' own check refuses it with its line
-        probe = cls(device="cpu", **{k: v for k, v in params.items() if k != "device"})
+        # only the networks are measured: the default replay storage, two slots (a HER storage needs an env; a
+        # full-size one would allocate what the check is there to bound)
+        skip = ("device", "replay_buffer_class", "replay_buffer_kwargs", "optimize_memory_usage")
+        probe_params = {k: v for k, v in params.items() if k not in skip}
+        if "buffer_size" in probe_params:
+            probe_params["buffer_size"] = 2
+        probe = cls(device="cpu", **probe_params)
         probe.observation_space, probe.action_space, probe.n_envs = observation_space, action_space, n_envs
         probe._setup_model()
         per_seed = sum(t.numel() * t.element_size() for t in probe.state_dict().values())

@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
            "files": file_digests([suites_path(), *(zoo_config_path(a) for a in algos)])}  # fmt: skip
     probe = memo("list", key, compute) if all(":" not in e for e in envs) else compute()
 
-    if not (args.all or args.envs or args.algos):
+    if not (getattr(args, "all", False) or args.envs or args.algos):  # a Namespace built by hand may lack --all
         _print_counts(console, suites, probe, algos, envs)
         return 0
     console.print("[bold]Suites[/bold]")
