@@ -17,7 +17,9 @@ every invocation's wall time, the load average before and after and its exit sta
 ``<store>/invocations.jsonl`` and summarised in ``reports/benchmark-classic/timing.md``.
 
 Resumable across sittings: the store lives outside the work tree (``--store``, default ``../benchmark-classic-store``
-next to the repository), a rerun skips finished runs (``bench run`` resumes), and an interrupted invocation is
+next to the repository; writing the report also keeps a gzipped copy of its database in
+``reports/benchmark-classic/store/``, from which a store without one starts), a rerun skips finished runs
+(``bench run`` resumes), and an interrupted invocation is
 recorded as such (its finished runs are kept; its wall time is counted, so redone work shows in the total).
 Cells run cheapest first (by the measured or estimated cost), so every sitting completes whole cells; ``touch
 <store>/STOP`` ends the driver cleanly before its next invocation (a sitting that must end).
@@ -277,6 +279,42 @@ def headline(aggregates: dict, timing: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+SNAPSHOT = OUT / "store"
+
+
+def snapshot(store: Path) -> None:
+    """Keep the runs with the report: a consistent copy of the MLflow database (sqlite's online backup, safe while
+    the benchmark writes) gzipped, and the invocation log, in ``reports/benchmark-classic/store/``, so that a sitting
+    on another machine resumes where this one stopped (:func:`restore`). Artifacts (models) are not kept."""
+    import gzip
+    import shutil
+    import sqlite3
+
+    SNAPSHOT.mkdir(parents=True, exist_ok=True)
+    copy = SNAPSHOT / "mlflow.db"
+    with sqlite3.connect(store / "mlflow.db") as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    with open(copy, "rb") as fh, gzip.open(SNAPSHOT / "mlflow.db.gz", "wb", compresslevel=9) as out:
+        shutil.copyfileobj(fh, out)
+    copy.unlink()
+    if (store / "invocations.jsonl").exists():
+        shutil.copy2(store / "invocations.jsonl", SNAPSHOT / "invocations.jsonl")
+
+
+def restore(store: Path) -> None:
+    """A store without a database starts from the kept snapshot, when there is one (finished runs are then skipped)."""
+    import gzip
+    import shutil
+
+    if (store / "mlflow.db").exists() or not (SNAPSHOT / "mlflow.db.gz").exists():
+        return
+    with gzip.open(SNAPSHOT / "mlflow.db.gz", "rb") as fh, open(store / "mlflow.db", "wb") as out:
+        shutil.copyfileobj(fh, out)
+    if (SNAPSHOT / "invocations.jsonl").exists():
+        shutil.copy2(SNAPSHOT / "invocations.jsonl", store / "invocations.jsonl")
+    print(f"store restored from {SNAPSHOT} (the runs recorded when the report was last written)", flush=True)
+
+
 def report(store: Path) -> None:
     """``bench report`` of the experiment into ``reports/benchmark-classic/``, the timing summary and the README's
     headline table (``headline.md``) beside it."""
@@ -288,6 +326,7 @@ def report(store: Path) -> None:
                            "lit_sb3 vs SB3 (rl_zoo3): classic control at the RL Zoo's budgets"], cwd=store)  # fmt: skip
     aggregates = json.loads((OUT / "aggregates.json").read_text())
     (OUT / "headline.md").write_text(headline(aggregates, timing))
+    snapshot(store)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     store = args.store.resolve()
     store.mkdir(parents=True, exist_ok=True)
+    restore(store)
     cells = [c for c in CELLS if c.tier <= args.tier]
     if args.cells:
         wanted = {tuple(part.split(":", 1)) for part in args.cells.split(",")}
