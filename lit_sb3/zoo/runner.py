@@ -202,15 +202,9 @@ def run_jobs(
         use_mlflow: log to MLflow (False: nothing is recorded; for benchmarks of the tracking overhead).
     """
     specs = list(specs)
-    if specs and specs[0].impl != "lit_sb3":  # the reference side: rl_zoo3 in a child process per job
-        return _run_reference(specs, tracking, run_ids, parent_run_id, progress, on_result, use_mlflow)
-    import torch
-
-    _check_batch(specs)
-    torch.set_num_threads(max(1, int(specs[0].torch_threads)))
-    hooks: list[EvaluationHook] = (
-        [] if on_evaluation is None else list(on_evaluation) if isinstance(on_evaluation, Sequence) else [on_evaluation]
-    )
+    reference = bool(specs) and specs[0].impl != "lit_sb3"  # the reference side: rl_zoo3, a child process per job
+    if not reference:
+        _check_batch(specs)
     store = None
     if use_mlflow:
         from lit_sb3.zoo.tracking import connect, run_environment_tags
@@ -220,6 +214,16 @@ def run_jobs(
             tags = run_environment_tags()
             run_ids = [store.create_job_run(spec, parent_run_id, tags) for spec in specs]
     ids = list(run_ids) if run_ids is not None else [None] * len(specs)
+    if reference:
+        from lit_sb3.zoo.reference.job import run_reference_jobs
+
+        return run_reference_jobs(specs, store, ids, progress=progress, on_result=on_result)
+    import torch
+
+    torch.set_num_threads(max(1, int(specs[0].torch_threads)))
+    hooks: list[EvaluationHook] = (
+        [] if on_evaluation is None else list(on_evaluation) if isinstance(on_evaluation, Sequence) else [on_evaluation]
+    )
     own = [list(h) for h in seed_hooks] if seed_hooks is not None else [[] for _ in specs]
     seeds = [_Seed(i, spec, run_id, [*hooks, *own[i]]) for i, (spec, run_id) in enumerate(zip(specs, ids))]
     refusal = _train(seeds, tracking, store, progress, on_result, stopped_status)
@@ -230,25 +234,6 @@ def run_jobs(
         for seed in seeds:
             _train([seed], tracking, store, progress, on_result, stopped_status)
     return [seed.result for seed in seeds]
-
-
-def _run_reference(specs: list[JobSpec], tracking: TrackingTarget, run_ids: Sequence[str] | None,
-                   parent_run_id: str | None, progress: Callable[[JobProgress], None] | None,
-                   on_result: Callable[[JobResult], None] | None, use_mlflow: bool) -> list[JobResult]:  # fmt: skip
-    """:func:`run_jobs` of reference jobs (``impl="sb3"``): :func:`lit_sb3.zoo.reference.job.run_reference_jobs`
-    with the runs created here when the caller made none."""
-    from lit_sb3.zoo.reference.job import run_reference_jobs
-
-    store = None
-    if use_mlflow:
-        from lit_sb3.zoo.tracking import connect, run_environment_tags
-
-        store = connect(tracking)
-        if run_ids is None:
-            tags = run_environment_tags()
-            run_ids = [store.create_job_run(spec, parent_run_id, tags) for spec in specs]
-    ids = list(run_ids) if run_ids is not None else [None] * len(specs)
-    return run_reference_jobs(specs, store, ids, progress=progress, on_result=on_result)
 
 
 def run_job(
