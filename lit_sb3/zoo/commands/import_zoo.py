@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from pathlib import Path
 
+    from lit_sb3.zoo.reference.zoo_logs import find_zoo_runs
     from lit_sb3.zoo.tracking import DEFAULT_TRACKING_URI, check_name
 
     check_name(args.experiment, "--experiment")
@@ -52,8 +53,6 @@ def run(args: argparse.Namespace) -> int:
     for path in args.paths:
         if not Path(path).exists():
             raise BenchError(f"{path}: no such file or folder")
-        from lit_sb3.zoo.reference.zoo_logs import find_zoo_runs
-
         found = find_zoo_runs(path)
         folders += found if found else [Path(path)]  # a folder with no run is refused below, by name
     import lit_sb3.envs  # noqa: F401 - the suite's envs (NoVel, invalid actions) that zoo runs may name
