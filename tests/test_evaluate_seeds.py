@@ -72,7 +72,10 @@ def test_lockstep_evaluation_splits_episodes_as_evaluate_policy() -> None:
 
 def test_seed_batch_job_evaluates_its_seeds_in_lockstep(in_tmp_path, mlflow_template, monkeypatch) -> None:
     """A bench seed batch (runner.run_jobs, K=3 PPO): each periodic evaluation runs once for the three seeds through
-    evaluate_seeds (watched by wrapping the real function), and each seed's curve holds its own returns."""
+    evaluate_seeds (watched by wrapping the real function), and each seed's curve holds its own returns; the seeds'
+    ``time/eval_seconds`` share the lockstep evaluations' seconds (the cost estimates read them: before, the seeds
+    recorded about 0 and the evaluations counted as training)."""
+    import time
     from lit_sb3.core import evaluation
     from lit_sb3.zoo.jobs import plan_grid
     from lit_sb3.zoo.runner import run_jobs
@@ -80,10 +83,13 @@ def test_seed_batch_job_evaluates_its_seeds_in_lockstep(in_tmp_path, mlflow_temp
     from tests.mlflow_store import copy_store
 
     calls: list[tuple[int, list[list[float]]]] = []
+    seconds: list[float] = []
     real = evaluation.evaluate_seeds
 
     def watched(predict, envs, n_eval_episodes=10):
+        t0 = time.monotonic()
         out = real(predict, envs, n_eval_episodes)
+        seconds.append(time.monotonic() - t0)
         calls.append((len(envs), [rewards for rewards, _ in out]))
         return out
 
@@ -104,3 +110,7 @@ def test_seed_batch_job_evaluates_its_seeds_in_lockstep(in_tmp_path, mlflow_temp
     for i, result in enumerate(results):
         assert [step for step, *_ in result.evaluations] == [128, 256]
         assert [mean for _, mean, *_ in result.evaluations] == pytest.approx([np.mean(c[1][i]) for c in calls])
+    recorded = [tracking.client.get_run(r.run_id).data.metrics["time/eval_seconds"] for r in results]
+    # each seed's share is a third of each lockstep evaluation, plus its own bookkeeping (logging the metrics)
+    assert all(s >= sum(seconds) / 3 for s in recorded)
+    assert sum(seconds) <= sum(recorded) <= sum(seconds) + 1.0

@@ -181,8 +181,9 @@ class JobEvalCallback(EvalCallback):
         self.last_rewards: list[float] = []
         self.last_lengths: list[int] = []
         self._stop_at_next_step = False
-        # (env step, returns, lengths) of an evaluation run in lockstep with other seeds' (SeedsCallback)
-        self.precomputed: tuple[int, list[float], list[int]] | None = None
+        # (env step, returns, lengths, this seed's share of the seconds) of an evaluation run in lockstep with
+        # other seeds' (SeedsCallback)
+        self.precomputed: tuple[int, list[float], list[int], float] | None = None
         self.clock = clock or EvalClock()
         self.eval_seconds = 0.0  # this seed's evaluations: their seconds, env steps and number
         self.eval_steps = 0
@@ -241,10 +242,11 @@ class JobEvalCallback(EvalCallback):
 
         assert self.model is not None
         t0 = time.monotonic()
+        shared = 0.0  # seconds spent before this call for this evaluation (its share of a lockstep evaluation)
         precomputed, self.precomputed = self.precomputed, None
         if precomputed is not None and precomputed[0] == self.num_timesteps:
-            # evaluated in lockstep with the batch's other seeds: its time was spent there (SeedsCallback)
-            rewards, lengths = precomputed[1], precomputed[2]
+            # evaluated in lockstep with the batch's other seeds: its share of that time was spent there
+            _, rewards, lengths, shared = precomputed
         else:
             self.sync_normalization()
             rewards, lengths = evaluate_policy(
@@ -257,7 +259,7 @@ class JobEvalCallback(EvalCallback):
                 use_masking=bool(getattr(self.model, "supports_action_masks", False)),
             )
         self.last_rewards, self.last_lengths = list(rewards), list(lengths)  # type: ignore[arg-type]
-        seconds = time.monotonic() - t0
+        seconds = time.monotonic() - t0 + shared
         self.eval_seconds += seconds
         self.clock.seconds += seconds
         self.eval_steps += int(np.sum(lengths))
@@ -454,12 +456,14 @@ class SeedsCallback(BaseCallback):
             )
             return model.predict_stacked(stacked, deterministic=True)[indices]
 
+        t0 = time.monotonic()
         try:
             results = evaluate_seeds(predict, [cb.eval_env for _, cb in due], due[0][1].n_eval_episodes)
         except Exception:  # noqa: BLE001 - a seed's eval env raised: evaluate seed by seed (each resets its env),
             return  # where what fails is that seed's own evaluation
+        share = (time.monotonic() - t0) / len(due)  # each seed's part of the shared evaluation's seconds
         for (_, eval_cb), (rewards, lengths) in zip(due, results):
-            eval_cb.precomputed = (steps, rewards, lengths)
+            eval_cb.precomputed = (steps, rewards, lengths, share)
 
     def _on_training_start(self) -> None:
         self._each(lambda cb: cb.on_training_start({}, self.globals))
