@@ -329,6 +329,20 @@ class GridProgress:
                 per = acc.setdefault("", {})  # steps per evaluation depend on the env and the episodes
                 per.setdefault(f"eval {r.env} {r.episodes}", []).append(snap.eval_steps / snap.n_evals)
         out = {a: {name: sum(v) / len(v) for name, v in d.items()} for a, d in acc.items()}
+        # jobs that report no phases (a reference job's progress is read from its log folder): once one has
+        # finished, its wall time over its estimate scales its algorithm's estimated rates (all phases alike)
+        whole: dict[str, list[float]] = {}
+        for key, r in self.rows.items():
+            if r.status == "FINISHED" and key in self.costs and r.ended > r.started and (
+                r.snap is None or not math.isfinite(r.snap.elapsed)
+            ):
+                whole.setdefault(r.algo, []).append(self.costs[key].seconds() / (r.ended - r.started))
+        for algo, ratios_ in whole.items():
+            if not {"update_fps", "warmup_fps", "eval_fps"} & set(out.get(algo, {})):
+                prior = next(c.rates for k, c in self.costs.items() if k in self.rows and self.rows[k].algo == algo)
+                scale = sum(ratios_) / len(ratios_)
+                out.setdefault(algo, {}).update({n: getattr(prior, n) * scale
+                                                 for n in ("update_fps", "warmup_fps", "eval_fps")})  # fmt: skip
         # how much faster or slower this machine runs now than the estimate said, per phase, over the algorithms
         # measured: an algorithm with no measurement yet is scaled by it (a busy machine slows every job)
         priors = {self.rows[k].algo: c.rates for k, c in self.costs.items() if k in self.rows}
