@@ -76,6 +76,7 @@ def test_seed_batch_job_evaluates_its_seeds_in_lockstep(in_tmp_path, mlflow_temp
     ``time/eval_seconds`` share the lockstep evaluations' seconds (the cost estimates read them: before, the seeds
     recorded about 0 and the evaluations counted as training)."""
     import time
+
     from lit_sb3.core import evaluation
     from lit_sb3.zoo.jobs import plan_grid
     from lit_sb3.zoo.runner import run_jobs

@@ -333,8 +333,11 @@ class GridProgress:
         # finished, its wall time over its estimate scales its algorithm's estimated rates (all phases alike)
         whole: dict[str, list[float]] = {}
         for key, r in self.rows.items():
-            if r.status == "FINISHED" and key in self.costs and r.ended > r.started and (
-                r.snap is None or not math.isfinite(r.snap.elapsed)
+            if (
+                r.status == "FINISHED"
+                and key in self.costs
+                and r.ended > r.started
+                and (r.snap is None or not math.isfinite(r.snap.elapsed))
             ):
                 whole.setdefault(r.algo, []).append(self.costs[key].seconds() / (r.ended - r.started))
         for algo, ratios_ in whole.items():
