@@ -92,11 +92,16 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "look 1 (5 seeds per algo x env):" in out and "look 2 (6 seeds per algo x env):" in out
-    # it ends as a plain grid does: the decisions as a terminal table, then where the results are
+    # it ends as a plain grid does: the decisions as a terminal table, whole (no cell cut short, though capsys is
+    # not a terminal), each one's reason for stopping below it, then where the results are
     tail = out.splitlines()
     assert tail[-1].startswith("results: bench report --experiment seq --tracking-uri ")
-    assert tail[-2].startswith("└") and any(line.startswith("decisions") for line in tail)
-    assert any("why it" in line and line.startswith("┃") for line in tail)  # the table's header row
+    reasons = [line for line in tail if " stopped because " in line]
+    assert len(reasons) == 3 and tail[-2 - len(reasons)].startswith("└")  # CartPole, MountainCar, aggregate
+    assert any(line.startswith("decisions") for line in tail)
+    assert any("P(X > Y)" in line and line.startswith("┃") for line in tail)  # the table's header row
+    table = tail[tail.index(next(line for line in tail if line.startswith("decisions"))) : -1 - len(reasons)]  # fmt: skip
+    assert not any("…" in line for line in table) and any("MountainCar-v0" in line for line in table)
     parent = next(r for r in _runs(uri, "seq", "grid") if r.info.run_id != killed_parent)
     assert parent.info.status == "FINISHED"
     assert json.loads(parent.data.tags["lit_sb3.sequential_plan"])["looks"] == [5, 6]

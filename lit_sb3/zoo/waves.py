@@ -303,22 +303,28 @@ def run_until_verdict(
 
 
 def _print_decisions(family: Sequence[Any]) -> None:
-    """The decisions as a terminal table (the same columns as the summary's Markdown)."""
+    """The decisions as a terminal table (the summary's Markdown columns), each one's reason for stopping on a line
+    below it: the table then fits 120 columns whole, also when the output is not a terminal (a log, a pipe), where
+    rich would otherwise squeeze it into 80 and cut the env names and numbers."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=sys.stdout, highlight=False)
+    console = Console(file=sys.stdout, highlight=False, width=max(120, Console(file=sys.stdout).width))
     table = Table(title="decisions", title_justify="left")
-    for col in ("X", "Y", "env", "seeds", "P(X > Y)", "conf. sequence", "repeated p", "outcome", "why it stopped"):
-        table.add_column(col, justify="right" if col in ("seeds", "P(X > Y)", "repeated p") else "left")
+    for col in ("X", "Y", "env", "seeds", "P(X > Y)", "conf. sequence", "repeated p", "outcome"):
+        table.add_column(col, justify="right" if col in ("seeds", "P(X > Y)", "repeated p") else "left", no_wrap=True)
+    reasons = []
     for c in family:
         if not c.looks:
             continue
         lk = c.looks[-1]
         table.add_row(c.x, c.y, Text(c.env), str(lk.n), f"{lk.point:.3f}", f"[{lk.low:.3f}, {lk.high:.3f}]",
-                      f"{lk.p_value:.3g}", Text(_OUTCOME[c.outcome].format(x=c.x, y=c.y)), Text(c.reason))  # fmt: skip
+                      f"{lk.p_value:.3g}", Text(_OUTCOME[c.outcome].format(x=c.x, y=c.y)))  # fmt: skip
+        reasons.append(f"  {c.x} vs {c.y} on {c.env}: stopped because {c.reason}")
     console.print(table)
+    for line in reasons:
+        console.print(Text(line), soft_wrap=True)
 
 
 def _print_until_verdict_estimate(args: argparse.Namespace, tracking: Any, jobs: Sequence[Any], first: Sequence[Any],
