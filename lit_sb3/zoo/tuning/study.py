@@ -3,13 +3,15 @@
 Storage: a journal file by default (``./optuna/<study>.journal``; several local processes share it and
 ``optuna-dashboard ./optuna/<study>.journal`` reads it), or any RDB URL (``sqlite:///...``,
 ``postgresql://...``). A study is resumed until it holds ``n_trials`` finished (COMPLETE + PRUNED) trials;
-``--jobs N`` runs N spawned worker processes on it, each calling ``study.optimize`` until Optuna's
-``MaxTrialsCallback`` sees enough finished trials (with N workers the study may end up to N - 1 trials over).
+``--jobs N`` runs N spawned worker processes on it, each calling ``study.optimize`` until the finished trials and
+those this invocation's workers are running make ``n_trials`` (:class:`_TrialCap`; Optuna's ``MaxTrialsCallback``
+counts finished ones only, so N workers ran up to N - 1 trials over).
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime
 import logging
 import multiprocessing
 import re
@@ -175,7 +177,9 @@ def load_or_create_study(settings: TuneSettings, *, storage: Any | None = None, 
         for key in _IDENTITY:
             study.set_user_attr(key, getattr(settings, key))
         study.set_user_attr("search_space", settings.space)
-        study.set_metric_names([objective_name(settings.objective, settings.seeds_per_trial)])  # the dashboard's
+        with warnings.catch_warnings():  # experimental since Optuna 3.2; a new user sees no warning for it
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            study.set_metric_names([objective_name(settings.objective, settings.seeds_per_trial)])  # the dashboard's
     else:
         for key in _IDENTITY:
             if key in attrs and attrs[key] != getattr(settings, key):
@@ -217,6 +221,34 @@ def finished_count(study: Any) -> int:
     from optuna.trial import TrialState
 
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
+
+
+class _TrialCap:
+    """Stop a worker from starting another trial once the study's finished trials (COMPLETE, PRUNED) and the
+    trials running since this invocation started reach ``n_trials``: with N workers Optuna's ``MaxTrialsCallback``
+    (finished trials only) let each worker start one more while the others' last trials ran. A RUNNING trial from
+    an earlier invocation that was killed is not counted (it will never finish), so a resumed study still gets its
+    ``n_trials`` finished trials.
+
+    Args:
+        n_trials: the study's finished trials to reach.
+        since: when this invocation started (``datetime.now()``, as Optuna stamps ``datetime_start``).
+    """
+
+    def __init__(self, n_trials: int, since: datetime.datetime) -> None:
+        self.n_trials, self.since = n_trials, since
+
+    def __call__(self, study: Any, trial: Any) -> None:
+        from optuna.trial import TrialState
+
+        states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
+        count = sum(
+            1
+            for t in study.get_trials(deepcopy=False, states=states)
+            if t.state != TrialState.RUNNING or (t.datetime_start is not None and t.datetime_start >= self.since)
+        )
+        if count >= self.n_trials:
+            study.stop()
 
 
 class _FailureCap:
@@ -262,17 +294,17 @@ def _quiet_optuna() -> Iterator[None]:
         optuna.logging.set_verbosity(level)
 
 
-def worker_main(settings: TuneSettings, worker: int = 0) -> int:
+def worker_main(settings: TuneSettings, worker: int = 0, since: datetime.datetime | None = None) -> int:
     """Run trials of the study until it holds ``settings.n_trials`` finished trials (or the timeout).
 
     Args:
         settings: the study settings.
         worker: worker index.
+        since: when the invocation started (its workers' running trials count towards ``n_trials``; default now).
     """
-    from optuna.study import MaxTrialsCallback
-    from optuna.trial import TrialState
-
     from lit_sb3.zoo.tracking import quiet_mlflow
+
+    since = since or datetime.datetime.now()
 
     quiet_mlflow()
     with _quiet_optuna():
@@ -280,7 +312,7 @@ def worker_main(settings: TuneSettings, worker: int = 0) -> int:
         if finished_count(study) >= settings.n_trials:
             return 0
         callbacks = [
-            MaxTrialsCallback(settings.n_trials, states=(TrialState.COMPLETE, TrialState.PRUNED)),
+            _TrialCap(settings.n_trials, since),
             _FailureCap(max(3, settings.n_trials)),
             _print_trial,
         ]
@@ -289,11 +321,11 @@ def worker_main(settings: TuneSettings, worker: int = 0) -> int:
     return 0
 
 
-def _spawn_target(settings: TuneSettings, worker: int) -> None:
+def _spawn_target(settings: TuneSettings, worker: int, since: datetime.datetime) -> None:
     import sys
 
     try:
-        worker_main(settings, worker)
+        worker_main(settings, worker, since)
     except KeyboardInterrupt:
         sys.exit(130)
 
@@ -308,7 +340,9 @@ def run_workers(settings: TuneSettings, jobs: int) -> int:
     if jobs <= 1:
         return worker_main(settings, 0)
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_spawn_target, args=(settings, w), name=f"bench-tune-{w}") for w in range(jobs)]
+    since = datetime.datetime.now()
+    procs = [ctx.Process(target=_spawn_target, args=(settings, w, since), name=f"bench-tune-{w}")
+             for w in range(jobs)]  # fmt: skip
     for proc in procs:
         proc.start()
     try:
