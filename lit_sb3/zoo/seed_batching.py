@@ -26,6 +26,7 @@ __all__ = [
     "choose_k",
     "env_family",
     "load_table",
+    "lower_for_workers",
     "parse_seed_batch",
 ]
 
@@ -148,9 +149,9 @@ def auto_seed_batches(
 ) -> tuple[list[list[Any]], list[str]]:
     """Seed batches for ``--seed-batch auto`` and one line per (algo, env) group saying what was chosen and why.
 
-    Each group of jobs that differ only by their seed gets :func:`choose_k`'s K; then, while the grid would have
-    fewer units than ``workers``, the largest K is lowered (a batch occupies one worker: batching must not leave
-    workers idle).
+    Each group of jobs that differ only by their seed gets :func:`choose_k`'s K, then lowered where that shortens
+    the grid's estimated wall time over ``workers`` (:func:`lower_for_workers`: a batch occupies one worker, so
+    batching must not leave workers idle).
 
     Args:
         todo: the jobs to run (:class:`~lit_sb3.zoo.jobs.JobSpec`).
@@ -180,14 +181,7 @@ def auto_seed_batches(
         k, why = choose_k(group[0].algo, group[0].env_id, len(group), table, suites)
         chosen.append(k)
         reasons.append(why)
-    capped = list(chosen)
-
-    def n_units() -> int:
-        return len(units) + sum(-(-len(g) // k) for g, k in zip(groups, capped))
-
-    while n_units() < workers and max(capped, default=1) > 1:
-        i = max(range(len(capped)), key=lambda j: capped[j])
-        capped[i] -= 1
+    capped = lower_for_workers(groups, chosen, units, workers)
     for group, k, first_k, why in zip(groups, capped, chosen, reasons):
         batches = seed_batches(group, k)
         units += batches
@@ -196,3 +190,41 @@ def auto_seed_batches(
         lines.append(f"--seed-batch auto: {group[0].algo} on {group[0].env_id}: {len(group)} seed(s) as {sizes} "
                      f"(K <= {k}: {why}{cap})")  # fmt: skip
     return units, lines
+
+
+def lower_for_workers(groups: Sequence[Sequence[Any]], chosen: Sequence[int], fixed: Sequence[Sequence[Any]],
+                      workers: int) -> list[int]:  # fmt: skip
+    """Each group's K, lowered from ``chosen`` (one group at a time, to whichever smaller K is best) while that
+    shortens the grid's estimated wall time: every unit's seconds from the cost model (:func:`lit_sb3.zoo.cost.unit_seconds`, the shipped rates and
+    batching speed-ups), laid out longest first over ``workers`` slots. A K that is worth its speed-up on one core
+    is not worth an idle one: 5 SAC seeds as one batch of 5 (1.2x) beside 5 quick A2C seeds on 2 workers leave the
+    second worker idle most of the time; as 3 + 2 they share both.
+
+    Args:
+        groups: the jobs of each (algo, env) group (they differ only by their seed).
+        chosen: each group's K before lowering.
+        fixed: units that are not batched (the reference side's jobs).
+        workers: parallel worker slots.
+    """
+    from lit_sb3.zoo.cost import job_costs, schedule_eta, unit_seconds
+    from lit_sb3.zoo.jobs import seed_batches
+
+    costs, _ = job_costs([j for g in (*groups, *fixed) for j in g])
+    fixed_seconds = [unit_seconds([costs[j.job_id] for j in u], 1, u[0].algo) for u in fixed]
+
+    def wall(ks: Sequence[int]) -> float:
+        seconds = list(fixed_seconds)
+        for group, k in zip(groups, ks):
+            seconds += [unit_seconds([costs[j.job_id] for j in b], k, group[0].algo) for b in seed_batches(group, k)]
+        return schedule_eta([], sorted(seconds, reverse=True), workers)
+
+    ks = [max(1, min(k, len(g))) for g, k in zip(groups, chosen)]
+    best = wall(ks)
+    while True:
+        trials = [(wall(t), t) for i in range(len(ks)) for k in range(1, ks[i]) for t in [ks[:i] + [k] + ks[i + 1 :]]]
+        if not trials:
+            return ks
+        seconds, trial = min(trials, key=lambda x: x[0])
+        if seconds >= best * 0.99:  # lower only for a real gain (each step costs batching efficiency)
+            return ks
+        best, ks = seconds, trial
