@@ -101,3 +101,11 @@ def test_dry_run_plan_says_what_auto_chose(in_tmp_path: Path, capsys: pytest.Cap
     assert main([*argv, "--dry-run", "--seed-batch", "1"]) == 0  # off: no batch, no auto line
     out = capsys.readouterr().out
     assert "seed batch" not in out and "--seed-batch auto" not in out
+
+
+def test_single_seed_pairs_are_one_line() -> None:
+    """A grid of one seed per pair (the MuJoCo dry-run: 12 pairs) says so in one line, not twelve."""
+    jobs, _ = plan_grid(["sac", "td3"], ["Pendulum-v1", "MountainCarContinuous-v0"], [0], n_timesteps=2000)
+    units, lines = auto_seed_batches(jobs, workers=2)
+    assert [len(u) for u in units] == [1, 1, 1, 1]
+    assert lines == ["--seed-batch auto: 4 algo x env pair(s) of one seed each: nothing to batch"]

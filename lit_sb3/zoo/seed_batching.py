@@ -182,13 +182,19 @@ def auto_seed_batches(
         chosen.append(k)
         reasons.append(why)
     capped = lower_for_workers(groups, chosen, units, workers)
+    single = 0  # (algo, env) groups of one seed: nothing to choose, said in one line
     for group, k, first_k, why in zip(groups, capped, chosen, reasons):
         batches = seed_batches(group, k)
         units += batches
+        if len(group) == 1:
+            single += 1
+            continue
         sizes = "+".join(str(len(b)) for b in batches)
         cap = f"; lowered from {first_k} to keep {workers} worker(s) busy" if k < first_k else ""
         lines.append(f"--seed-batch auto: {group[0].algo} on {group[0].env_id}: {len(group)} seed(s) as {sizes} "
                      f"(K <= {k}: {why}{cap})")  # fmt: skip
+    if single:
+        lines.append(f"--seed-batch auto: {single} algo x env pair(s) of one seed each: nothing to batch")
     return units, lines
 
 
