@@ -691,15 +691,17 @@ class SeedDimensionMixin:
         checkpoint["lit_sb3_seeds"] = _to_checkpoint_safe(seeds)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]
+        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]  # K, tensors and optimiser states checked
         if self._seed_state is None:
             return
-        saved = checkpoint.get("lit_sb3_seeds")
-        if not isinstance(saved, dict) or list(saved.get("seeds", ())) != list(self.seeds):  # type: ignore[attr-defined]
-            got = None if not isinstance(saved, dict) else saved.get("seeds")
-            raise ValueError(
-                f"the checkpoint holds the seeds {got}, this {type(self).__name__} trains {self.seeds}: resume a "  # type: ignore[attr-defined]
-                "K-seed model from a checkpoint of the same seeds."
+        saved = checkpoint["lit_sb3_seeds"]  # a dict of K seeds: the base class's check
+        if list(saved["seeds"]) != list(self.seeds):  # type: ignore[attr-defined]
+            from lit_sb3.algorithms.base import _checkpoint_where
+            from lit_sb3.utils.serialization import BadFileError
+
+            raise BadFileError(
+                f"{_checkpoint_where(self)}: the checkpoint holds the seeds {saved['seeds']}, this "
+                f"{type(self).__name__} trains {self.seeds}: resume a model from a checkpoint of the same seeds"  # type: ignore[attr-defined]
             )
         self._pending_seed_state = saved
 
