@@ -1110,8 +1110,21 @@ class BaseAlgorithm(L.LightningModule):
                 f"{where}: optimizer_states holds {count} optimizer state(s), {type(self).__name__} has "
                 f"{len(optimizers)} optimizer(s)"
             )
+        failed = _checkpoint_failed(seeds, where)
         for i, (optimizer, optimizer_state) in enumerate(zip(optimizers, saved)):
-            _check_optimizer_state(optimizer, optimizer_state, f"{where}: optimizer_states[{i}]")
+            _check_optimizer_state(optimizer, optimizer_state, f"{where}: optimizer_states[{i}]", self.n_seeds,
+                                   lambda p, v: self._live_part(p, v, failed))  # fmt: skip
+
+    def _live_part(self, param: th.Tensor, value: th.Tensor, failed: Iterable[int]) -> th.Tensor:
+        """The part of ``value`` (shaped like ``param``: an optimiser moment) of the seeds not in ``failed``: all of
+        it for a single model (the K-seed model's override slices the stacked ones).
+
+        Args:
+            param: the parameter.
+            value: a tensor shaped like it.
+            failed: the failed seed indices.
+        """
+        return value
 
     def _lightning_optimizers(self) -> list[th.optim.Optimizer]:
         """The optimisers Lightning restores a checkpoint's ``optimizer_states`` into, in order
@@ -1486,7 +1499,8 @@ class BaseAlgorithm(L.LightningModule):
             raise BadFileError(f"{where}: optimizers.pth must hold a dict of optimizer states")
         for name, opt in self._optimizers_to_save().items():
             if name in saved:
-                _check_optimizer_state(opt, saved[name], f"{where}: optimizer {name}")
+                _check_optimizer_state(opt, saved[name], f"{where}: optimizer {name}", self.n_seeds,
+                                       lambda p, v: self._live_part(p, v, self.failed))  # fmt: skip
                 try:
                     opt.load_state_dict(saved[name])
                 except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -1543,20 +1557,34 @@ class BaseAlgorithm(L.LightningModule):
 _NON_NEGATIVE_STATE = ("exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum", "acc_delta")
 
 
+def _checkpoint_failed(seeds: Any, where: str) -> set[int]:
+    """The failed seed indices a checkpoint's ``lit_sb3_seeds`` holds (none for a single model's)."""
+    if not isinstance(seeds, dict):
+        return set()
+    try:
+        return {int(i) for i, _ in seeds.get("failed", [])}
+    except (TypeError, ValueError) as exc:
+        raise BadFileError(f"{where}: lit_sb3_seeds failed: {' '.join(str(exc).split())}") from None
+
+
 def _checkpoint_where(model: Any) -> str:
     """The checkpoint a model is resuming from (its trainer's ``ckpt_path``), for messages."""
     return str(getattr(attached_trainer(model), "ckpt_path", None) or "the checkpoint")
 
 
-def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str) -> None:
+def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str, n_seeds: int = 1,
+                           live: Callable[[th.Tensor, th.Tensor], th.Tensor] | None = None) -> None:  # fmt: skip
     """Refuse a saved optimiser state that would load and then corrupt training: every per-parameter tensor has its
     parameter's shape (``step``: a scalar or one count per seed), finite values, and second moments >= 0 (a negative
-    one makes Adam's ``sqrt`` NaN); torch's own ``load_state_dict`` checks only the group sizes.
+    one makes Adam's ``sqrt`` NaN); torch's own ``load_state_dict`` checks only the group sizes. The values of seeds
+    the file says failed are not read (a diverged seed's moments may be NaN; its weights stay frozen).
 
     Args:
         opt: the model's optimiser.
-        saved: the archive's ``state_dict()`` of it.
+        saved: the archive's (checkpoint's) ``state_dict()`` of it.
         where: the file and optimiser, for messages.
+        n_seeds: the model's K (a per-seed ``step`` has K counts).
+        live: ``live(parameter, value)``: the part of ``value`` of the seeds still training (default: all of it).
     """
     if not isinstance(saved, dict) or not isinstance(saved.get("state"), dict):
         raise BadFileError(f"{where}: not an optimizer state dict")
@@ -1568,11 +1596,13 @@ def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str) -> N
         for key, value in state.items():
             if not isinstance(value, th.Tensor):
                 continue
-            allowed = ((), shape[:1]) if key == "step" else (shape,)
+            allowed = ((), shape[:1], (n_seeds,)) if key == "step" else (shape,)
             if tuple(value.shape) not in allowed:
                 raise BadFileError(
                     f"{where}: {key} of parameter {index} has shape {tuple(value.shape)}, the parameter {shape}"
                 )
+            if key != "step" and live is not None:
+                value = live(params[index], value)
             if value.is_floating_point() and not bool(th.isfinite(value).all()):
                 raise BadFileError(f"{where}: {key} of parameter {index} holds non-finite values")
             if key in _NON_NEGATIVE_STATE and bool((value < 0).any()):

@@ -323,6 +323,16 @@ class SeedDimensionMixin:
                         for key, value in opt_state.items()
                     }
 
+    def _live_part(self, param: th.Tensor, value: th.Tensor, failed: Any) -> th.Tensor:
+        """K > 1: the rows of ``value`` (shaped like the stacked ``param``) of the seeds not in ``failed``, in the
+        layout :meth:`ParamLink.seed_slice` reads (the leading dimension in K blocks)."""
+        state = self._seed_state
+        dead = {int(i) for i in failed}
+        if state is None or not dead or not any(link.stacked is param for link in state.links):
+            return super()._live_part(param, value, failed)  # type: ignore[misc]
+        k = self.n_seeds  # type: ignore[attr-defined]
+        return value.detach().reshape(k, -1)[[i for i in range(k) if i not in dead]]
+
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         """Hook: copy other per-seed state (exploration, noise) into member i."""
 
