@@ -22,8 +22,8 @@ Failures: a seed whose reward, loss or logged value becomes NaN/inf, whose env r
 (evaluation, hooks, progress) or logger raise, or that the model masks itself (``model.failed``), is failed alone
 (``model.fail_seed``; a single model stops): its run ends FAILED at once with ``lit_sb3.failure_reason`` and
 ``traceback.txt``, the other seeds go on. An exception that escapes a K > 1 model's fit (its update or its stacked
-forward: one computation for every seed, which cannot name the seed it came from; e.g. one seed's out-of-range
-observation in a replay batch) fails no seed: the seeds the model had already failed are recorded, the others'
+forward: one computation for every seed, which cannot name the seed it came from; e.g. the memory of the stacked
+tensors, an operation the stacked layers do not support) fails no seed: the seeds the model had already failed are recorded, the others'
 runs keep what they logged, and each is trained again alone, one after the other, from the start on its own run
 (tagged :data:`BATCH_RAISED_TAG`), logging only past the points its run already holds. A seed alone is its
 separate run, so its outcome is its separate run's, and a seed whose own run raises fails alone with its reason.
@@ -44,8 +44,8 @@ A hook that returns ``False`` stops the model cleanly (every seed): training end
 evaluation is made (the score is that evaluation), the artifacts are still saved, the runs get the tag
 ``lit_sb3.stopped_early=true`` and end with ``stopped_status`` (``FINISHED`` unless the caller says e.g.
 ``KILLED`` for a pruned trial). Returning ``None``/``True`` continues. An exception raised by a hook fails that
-seed's run (``callback raised at step N: ...``), the other seeds go on. :class:`JobResult` reports ``stopped_early`` and the env steps actually used
-(``env_steps``)::
+seed's run (``callback raised at step N: ...``), the other seeds go on. :class:`JobResult` reports
+``stopped_early`` and the env steps actually used (``env_steps``)::
 
     def prune(step: int, mean_reward: float) -> bool:
         trial.report(mean_reward, step)
@@ -213,10 +213,12 @@ class _BatchRaised:
     Args:
         reason: the one-line reason.
         steps: the model's env steps then.
+        traceback_text: its traceback (printed to the job log).
     """
 
     reason: str
     steps: int
+    traceback_text: str
 
 
 def run_jobs(
@@ -286,6 +288,7 @@ def run_jobs(
         print(f"seed batch of {len(seeds)}: its model raised at env step {outcome.steps} ({outcome.reason}); its "
               f"{len(running)} running seed(s) run again alone, one after the other, from the start (their runs "
               "keep what the batch logged; a seed whose own run raises fails alone)", flush=True)  # fmt: skip
+        print(outcome.traceback_text, end="", flush=True)
         for seed in running:
             alone = seed.alone()
             if store is not None:
@@ -491,7 +494,7 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
                 if not seed.ended and seed.mlflow_logger is not None:
                     with contextlib.suppress(Exception):
                         seed.mlflow_logger.flush()
-            return _BatchRaised(failure_reason(exc), steps)
+            return _BatchRaised(failure_reason(exc), steps, text)
         for seed in seeds:
             if not seed.ended:
                 record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, steps, text)

@@ -4,12 +4,6 @@
 episodes); an instance first reset with seed ``nan_seed`` (a job's train env with that seed: ``make_vec_env``
 seeds sub-env 0 with the job's seed) returns NaN rewards after ``fail_after`` steps (``fail_with="raise"``: its
 ``step`` raises instead); every other seed behaves.
-
-``"tests.envs.nan_seed:BadObservationSeed-v0"``: a 4-state discrete observation, 2-action task (20-step episodes)
-whose ``nan_seed`` instance returns the out-of-range observation 4 once, at its step ``fail_after + 1``: no env
-error, no non-finite value, but the model's one-hot encoding raises where that observation is used (its forward,
-its update on a replay batch holding it); a seed batch's model computes every seed at once, so it raises there for
-all of them.
 """
 
 from __future__ import annotations
@@ -20,7 +14,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["BadObservationSeedEnv", "NaNObservationAfter", "NaNSeedEnv"]
+__all__ = ["NaNObservationAfter", "NaNSeedEnv"]
 
 
 class NaNSeedEnv(gym.Env):
@@ -85,42 +79,3 @@ class NaNObservationAfter(gym.Wrapper):
         if self.t >= self.n:
             obs = np.full_like(obs, np.nan)
         return obs, reward, terminated, truncated, info
-
-
-class BadObservationSeedEnv(gym.Env):
-    """See the module docstring.
-
-    Args:
-        nan_seed: the seed whose instance returns the bad observation.
-        fail_after: steps of that instance before it does (once).
-    """
-
-    metadata: dict[str, Any] = {"render_modes": []}
-
-    def __init__(self, nan_seed: int = 1, fail_after: int = 60) -> None:
-        self.observation_space = spaces.Discrete(4)
-        self.action_space = spaces.Discrete(2)
-        self.nan_seed = nan_seed
-        self.fail_after = fail_after
-        self.first_seed: int | None = None
-        self.total_steps = 0
-        self.t = 0
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict]:
-        super().reset(seed=seed)
-        if self.first_seed is None and seed is not None:
-            self.first_seed = int(seed)
-        self.t = 0
-        return int(self.np_random.integers(4)), {}
-
-    def step(self, action: int) -> tuple[int, float, bool, bool, dict]:
-        self.t += 1
-        self.total_steps += 1
-        obs = int(self.np_random.integers(4))
-        if self.first_seed == self.nan_seed and self.total_steps == self.fail_after + 1:
-            obs = 4  # outside Discrete(4)
-        return obs, float(action == obs % 2), False, self.t >= 20, {}
-
-
-if "BadObservationSeed-v0" not in gym.registry:
-    gym.register(id="BadObservationSeed-v0", entry_point=f"{__name__}:BadObservationSeedEnv")
