@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from lit_sb3.zoo.cli import main
+from lit_sb3.zoo.stats.sequential import SequentialPlan
 from tests.mlflow_store import client as _client
 from tests.mlflow_store import copy_store as _store
 from tests.mlflow_store import runs as _runs
@@ -99,7 +100,8 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert any("why it" in line and line.startswith("┃") for line in tail)  # the table's header row
     parent = next(r for r in _runs(uri, "seq", "grid") if r.info.run_id != killed_parent)
     assert parent.info.status == "FINISHED"
-    assert json.loads(parent.data.tags["lit_sb3.sequential_plan"])["looks"] == [5, 6]
+    rule = json.loads(parent.data.tags["lit_sb3.sequential_plan"])  # the rule only: a tag stays short at any
+    assert "looks" not in rule and SequentialPlan.from_dict(rule).looks == (5, 6)  # --max-seeds; the looks follow
     again = _artifact(uri, parent.info.run_id, "sequential/look_1.json", in_tmp_path / "b")
     assert again == first  # the rerun replays look 1 to the same decisions, numbers included
     final = _artifact(uri, parent.info.run_id, "sequential/decisions.json", in_tmp_path / "c")
