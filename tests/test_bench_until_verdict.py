@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from lit_sb3.zoo.cli import main
+from lit_sb3.zoo.stats.sequential import SequentialPlan
 from tests.mlflow_store import client as _client
 from tests.mlflow_store import copy_store as _store
 from tests.mlflow_store import runs as _runs
@@ -104,7 +105,8 @@ def test_until_verdict_kill_between_waves_and_resume(
     assert not any("…" in line for line in table) and any("MountainCar-v0" in line for line in table)
     parent = next(r for r in _runs(uri, "seq", "grid") if r.info.run_id != killed_parent)
     assert parent.info.status == "FINISHED"
-    assert json.loads(parent.data.tags["lit_sb3.sequential_plan"])["looks"] == [5, 6]
+    rule = json.loads(parent.data.tags["lit_sb3.sequential_plan"])  # the rule only: a tag stays short at any
+    assert "looks" not in rule and SequentialPlan.from_dict(rule).looks == (5, 6)  # --max-seeds; the looks follow
     again = _artifact(uri, parent.info.run_id, "sequential/look_1.json", in_tmp_path / "b")
     assert again == first  # the rerun replays look 1 to the same decisions, numbers included
     final = _artifact(uri, parent.info.run_id, "sequential/decisions.json", in_tmp_path / "c")
@@ -189,6 +191,46 @@ def test_until_verdict_dry_run(in_tmp_path: Path, capsys: pytest.CaptureFixture[
     assert f"best case (all settled at --min-seeds 4): 16 jobs, {4 * per_seed:,} env steps" in out
     assert "estimate of the sequence: about " in out and "if every one stays open to 10" in out
     assert not (in_tmp_path / "mlflow.db").exists()
+
+
+def _capped_dry_run(max_seeds: int, folder: Path) -> tuple[str, float, int]:
+    """``--until-verdict --max-seeds N --dry-run`` in a process capped at 1 GB of address space: its output, its CPU
+    seconds and its peak RSS (KiB)."""
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    code = ("import resource, sys\nfrom lit_sb3.zoo.cli import main\ncode = main(sys.argv[1:])\n"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\nsys.exit(code)")  # fmt: skip
+    argv = ["run", "--algos", "ppo,a2c", "--envs", "CartPole-v1", "--until-verdict", "--max-seeds", str(max_seeds),
+            "--dry-run"]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(folder), "LIT_SB3_CACHE_DIR": str(folder / "cache")}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=folder, capture_output=True, text=True,
+                          timeout=120, preexec_fn=cap)  # fmt: skip
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    assert done.returncode == 0, done.stderr[-2000:]
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return done.stdout, cpu, int(done.stderr.strip().splitlines()[-1])
+
+
+def test_until_verdict_plan_does_not_grow_with_max_seeds(tmp_path: Path) -> None:
+    """The plan is lazy: each pair is planned once and a wave makes its jobs when it starts, so ``--dry-run`` at the
+    cap (``--max-seeds 100000``; it materialised every job and listed them wave by wave, quadratic in the seeds)
+    runs under a 1 GB address-space cap in a few CPU seconds, with the peak memory and CPU time of ``--max-seeds
+    1000`` (within 16 MiB and 3 s), and prints a bounded plan computed from counts."""
+    out_small, cpu_small, rss_small = _capped_dry_run(1000, tmp_path)
+    out, cpu, rss = _capped_dry_run(100_000, tmp_path)
+    assert cpu < 30.0, cpu  # imports and planning one pair of configs; not the seeds
+    assert cpu - cpu_small < 3.0 and abs(rss - rss_small) < 16 * 1024, (cpu_small, cpu, rss_small, rss)
+    assert "looks at 5, 6, 7, 8, 9, 10, 11, 12, 13, ..., 99999, 100000 (99,996 looks, every 1 seed(s))" in out
+    assert "  wave 10: seeds 13..13 (1 per algo x env), look at 14 seeds; at most 2 jobs" in out
+    assert "  waves 11..99996: seeds 14..99999, 1 per algo x env each (the last 1); at most 2 jobs" in out
+    assert "worst case (every comparison open to --max-seeds 100000): 200000 jobs" in out
+    assert "if every one stays open to 100000" in out
+    assert len(out.splitlines()) < len(out_small.splitlines()) + 2
+    assert not (tmp_path / "mlflow.db").exists()
 
 
 def test_report_of_an_extended_experiment_says_so(tmp_path: Path, mlflow_template: Path) -> None:

@@ -302,6 +302,54 @@ def test_checkpoint_of_other_seeds_is_refused(tmp_path):
         _fit(other, envs, 60, tmp_path, ckpt_path=str(checkpointing.saved[0]))
 
 
+def _sac(seeds: list[int]) -> SAC:
+    return SAC("MlpPolicy", seed=seeds[0], **OFF) if len(seeds) == 1 else SeedBatch(SAC, seeds=seeds, **OFF)
+
+
+def _tampered(checkpoint: dict, case: str) -> dict:
+    """``checkpoint`` (loaded with ``weights_only=True``) with one thing changed."""
+    out = dict(checkpoint)
+    if case == "exp_avg":  # an Adam moment cut to one row (one seed of a stack, or one unit of a layer)
+        states = [dict(s, state={**s["state"]}) for s in checkpoint["optimizer_states"]]
+        target = next(s for s in states if s["state"] and len(s["state"][0]["exp_avg"]) > 1)
+        target["state"][0] = dict(target["state"][0], exp_avg=target["state"][0]["exp_avg"][:1])
+        out["optimizer_states"] = states
+    elif case == "optimizers":  # an optimiser state dropped
+        out["optimizer_states"] = checkpoint["optimizer_states"][:-1]
+    elif case == "weights":  # a network tensor of another shape
+        key = next(k for k, v in checkpoint["state_dict"].items() if v.dim() >= 2)
+        out["state_dict"] = {**checkpoint["state_dict"], key: checkpoint["state_dict"][key][..., :1]}
+    return out
+
+
+@pytest.mark.parametrize("saved_seeds, resumed_seeds, case, message", [
+    ([3], [3], "exp_avg", r"optimizer_states\[\d\]: exp_avg of parameter 0 has shape \(1,"),
+    ([3, 5], [3, 5], "exp_avg", r"optimizer_states\[\d\]: exp_avg of parameter 0 has shape \(1,"),
+    ([3], [3], "optimizers", r"optimizer_states holds \d optimizer state\(s\), SAC has \d optimizer\(s\)"),
+    ([3, 5], [3, 5], "weights", r"state_dict \S+ has shape"),
+    ([3, 5], [3], None, r"the checkpoint holds the seeds \[3, 5\], this SAC trains \[3\]"),
+    ([3], [3, 5], None, r"the checkpoint holds 1 seed, this SAC trains \[3, 5\]"),
+    ([3, 5], [3, 5, 7], None, r"the checkpoint holds the seeds \[3, 5\], this SAC trains \[3, 5, 7\]"),
+])  # fmt: skip
+def test_tampered_checkpoint_is_refused_before_training(tmp_path, saved_seeds, resumed_seeds, case, message):
+    """A Lightning checkpoint resumed with ``RLTrainer.fit(ckpt_path=)`` is checked as an archive is (the same
+    checks), before Lightning loads any of it: an optimiser moment of another shape (which loaded, then turned the
+    weights NaN), an optimiser state missing, a network tensor of another shape, or another K than the model's
+    (K = 1 and K > 1 both ways) is one line naming the file, and nothing trains."""
+    checkpointing = EnvStepCheckpoint(every_n_env_steps=30, dirpath=tmp_path / "saved")
+    envs = [_env("Pendulum-v1", s) for s in saved_seeds]
+    _fit(_sac(saved_seeds), envs[0] if len(envs) == 1 else envs, 40, tmp_path, callbacks=[checkpointing])
+    path = tmp_path / "tampered.ckpt"
+    th.save(_tampered(th.load(checkpointing.saved[0], weights_only=True), case), path)
+    model = _sac(resumed_seeds)
+    envs = [_env("Pendulum-v1", s) for s in resumed_seeds]
+    with pytest.raises(BadFileError, match=message) as info:
+        _fit(model, envs[0] if len(envs) == 1 else envs, 60, tmp_path / "resumed", ckpt_path=str(path))
+    assert "\n" not in str(info.value) and str(info.value).startswith(f"{path}: "), str(info.value)
+    assert model.num_timesteps == 0 and model._n_updates == 0  # no env step, no update
+    assert all(not opt.state for opt in model._optimizers_to_save().values())  # no optimiser step, nothing loaded
+
+
 def test_eval_callback_evaluates_each_seed_as_its_separate_run(tmp_path):
     """``EvalCallback([eval_env_0, ..., eval_env_{K-1}])`` on a batch evaluates seed i's member on its own eval env:
     seed i's logger gets ``eval/mean_reward`` at the same env steps and with the value its separate run's

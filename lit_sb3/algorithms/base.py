@@ -1058,9 +1058,83 @@ class BaseAlgorithm(L.LightningModule):
         return safely(checkpoint_path)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        # Lightning restores weights and optimizers itself; the RL state is applied when fit starts
-        # (after the env has been reset), see :meth:`_apply_pending_rl_state`.
+        # Lightning restores weights and optimizers itself, after this hook: what it would load is checked first
+        # (:meth:`_check_checkpoint`); the RL state is applied when fit starts (after the env has been reset), see
+        # :meth:`_apply_pending_rl_state`.
+        self._check_checkpoint(checkpoint, _checkpoint_where(self))
         self._pending_rl_state = checkpoint.get("lit_sb3")
+
+    def _check_checkpoint(self, checkpoint: Any, where: str) -> None:
+        """Refuse a Lightning checkpoint this model cannot resume from, before Lightning loads any of it (one
+        :class:`BadFileError` line naming the file), with the archive's checks: the seeds it declares against this
+        model's K, every tensor of ``state_dict`` against this model's (shapes; no key missing or unknown), every
+        optimiser state of ``optimizer_states`` against this model's optimisers (shapes, finite values, second
+        moments >= 0: ``_check_optimizer_state``). Lightning would load a wrong-shaped optimiser moment, and
+        training would turn the weights NaN.
+
+        Args:
+            checkpoint: the loaded checkpoint.
+            where: the file, for messages.
+        """
+        if not isinstance(checkpoint, dict):
+            raise BadFileError(f"{where}: a checkpoint must hold a dict, got {type(checkpoint).__name__}")
+        seeds = checkpoint.get("lit_sb3_seeds")
+        declared = seeds.get("seeds") if isinstance(seeds, dict) else None if seeds is None else "?"
+        n_declared = 1 if declared is None else len(declared) if isinstance(declared, list) else None
+        if n_declared != self.n_seeds:
+            held = "1 seed" if declared is None else f"the seeds {declared}"
+            raise BadFileError(
+                f"{where}: the checkpoint holds {held}, this {type(self).__name__} trains {self.seeds}: resume a "
+                "model from a checkpoint of the same seeds"
+            )
+        if not self.policy_ready:  # load_from_checkpoint: the networks are built by Lightning's own load
+            return
+        state = checkpoint.get("state_dict")
+        if not isinstance(state, dict) or not all(isinstance(v, th.Tensor) for v in state.values()):
+            raise BadFileError(f"{where}: the checkpoint's state_dict must be a dict of tensors")
+        expected = self.state_dict()
+        check_state_shapes(state, expected, where, f"{type(self).__name__}'s network", member="state_dict")
+        if self.strict_loading and state.keys() != expected.keys():
+            missing, unknown = [k for k in expected if k not in state], [k for k in state if k not in expected]
+            raise BadFileError(
+                f"{where}: the checkpoint's state_dict does not match {type(self).__name__}'s networks (missing "
+                f"{missing[:5]}, unknown {unknown[:5]})"
+            )
+        saved = checkpoint.get("optimizer_states")
+        if saved is None:
+            return
+        optimizers = self._lightning_optimizers()
+        if not isinstance(saved, list) or len(saved) != len(optimizers):
+            count = len(saved) if isinstance(saved, list) else type(saved).__name__
+            raise BadFileError(
+                f"{where}: optimizer_states holds {count} optimizer state(s), {type(self).__name__} has "
+                f"{len(optimizers)} optimizer(s)"
+            )
+        failed = _checkpoint_failed(seeds, where)
+        for i, (optimizer, optimizer_state) in enumerate(zip(optimizers, saved)):
+            _check_optimizer_state(optimizer, optimizer_state, f"{where}: optimizer_states[{i}]", self.n_seeds,
+                                   lambda p, v: self._live_part(p, v, failed))  # fmt: skip
+
+    def _live_part(self, param: th.Tensor, value: th.Tensor, failed: Iterable[int]) -> th.Tensor:
+        """The part of ``value`` (shaped like ``param``: an optimiser moment) of the seeds not in ``failed``: all of
+        it for a single model (the K-seed model's override slices the stacked ones).
+
+        Args:
+            param: the parameter.
+            value: a tensor shaped like it.
+            failed: the failed seed indices.
+        """
+        return value
+
+    def _lightning_optimizers(self) -> list[th.optim.Optimizer]:
+        """The optimisers Lightning restores a checkpoint's ``optimizer_states`` into, in order
+        (:meth:`configure_optimizers`: none, one, or a list)."""
+        configured = self.configure_optimizers()
+        if configured is None:
+            return []
+        if isinstance(configured, th.optim.Optimizer):
+            return [configured]
+        return [opt for opt in configured if isinstance(opt, th.optim.Optimizer)]
 
     def _apply_pending_rl_state(self) -> None:
         from lit_sb3.utils.env_state import restore_vec_env_state
@@ -1101,8 +1175,7 @@ class BaseAlgorithm(L.LightningModule):
             try:
                 restore_vec_env_state(self.env, state["env_state"])
             except ValueError as exc:  # an entry the capture side never writes: refused, nothing of it set
-                where = getattr(attached_trainer(self), "ckpt_path", None) or "the checkpoint"
-                raise BadFileError(f"{where}: env state: {' '.join(str(exc).split())}") from None
+                raise BadFileError(f"{_checkpoint_where(self)}: env state: {' '.join(str(exc).split())}") from None
         self._load_extra_checkpoint_state(state["extra"])
 
     # ------------------------------------------------------------------
@@ -1426,7 +1499,8 @@ class BaseAlgorithm(L.LightningModule):
             raise BadFileError(f"{where}: optimizers.pth must hold a dict of optimizer states")
         for name, opt in self._optimizers_to_save().items():
             if name in saved:
-                _check_optimizer_state(opt, saved[name], f"{where}: optimizer {name}")
+                _check_optimizer_state(opt, saved[name], f"{where}: optimizer {name}", self.n_seeds,
+                                       lambda p, v: self._live_part(p, v, self.failed))  # fmt: skip
                 try:
                     opt.load_state_dict(saved[name])
                 except (ValueError, KeyError, TypeError, RuntimeError) as exc:
@@ -1483,15 +1557,34 @@ class BaseAlgorithm(L.LightningModule):
 _NON_NEGATIVE_STATE = ("exp_avg_sq", "max_exp_avg_sq", "square_avg", "sum", "acc_delta")
 
 
-def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str) -> None:
+def _checkpoint_failed(seeds: Any, where: str) -> set[int]:
+    """The failed seed indices a checkpoint's ``lit_sb3_seeds`` holds (none for a single model's)."""
+    if not isinstance(seeds, dict):
+        return set()
+    try:
+        return {int(i) for i, _ in seeds.get("failed", [])}
+    except (TypeError, ValueError) as exc:
+        raise BadFileError(f"{where}: lit_sb3_seeds failed: {' '.join(str(exc).split())}") from None
+
+
+def _checkpoint_where(model: Any) -> str:
+    """The checkpoint a model is resuming from (its trainer's ``ckpt_path``), for messages."""
+    return str(getattr(attached_trainer(model), "ckpt_path", None) or "the checkpoint")
+
+
+def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str, n_seeds: int = 1,
+                           live: Callable[[th.Tensor, th.Tensor], th.Tensor] | None = None) -> None:  # fmt: skip
     """Refuse a saved optimiser state that would load and then corrupt training: every per-parameter tensor has its
     parameter's shape (``step``: a scalar or one count per seed), finite values, and second moments >= 0 (a negative
-    one makes Adam's ``sqrt`` NaN); torch's own ``load_state_dict`` checks only the group sizes.
+    one makes Adam's ``sqrt`` NaN); torch's own ``load_state_dict`` checks only the group sizes. The values of seeds
+    the file says failed are not read (a diverged seed's moments may be NaN; its weights stay frozen).
 
     Args:
         opt: the model's optimiser.
-        saved: the archive's ``state_dict()`` of it.
+        saved: the archive's (checkpoint's) ``state_dict()`` of it.
         where: the file and optimiser, for messages.
+        n_seeds: the model's K (a per-seed ``step`` has K counts).
+        live: ``live(parameter, value)``: the part of ``value`` of the seeds still training (default: all of it).
     """
     if not isinstance(saved, dict) or not isinstance(saved.get("state"), dict):
         raise BadFileError(f"{where}: not an optimizer state dict")
@@ -1503,11 +1596,13 @@ def _check_optimizer_state(opt: th.optim.Optimizer, saved: Any, where: str) -> N
         for key, value in state.items():
             if not isinstance(value, th.Tensor):
                 continue
-            allowed = ((), shape[:1]) if key == "step" else (shape,)
+            allowed = ((), shape[:1], (n_seeds,)) if key == "step" else (shape,)
             if tuple(value.shape) not in allowed:
                 raise BadFileError(
                     f"{where}: {key} of parameter {index} has shape {tuple(value.shape)}, the parameter {shape}"
                 )
+            if key != "step" and live is not None:
+                value = live(params[index], value)
             if value.is_floating_point() and not bool(th.isfinite(value).all()):
                 raise BadFileError(f"{where}: {key} of parameter {index} holds non-finite values")
             if key in _NON_NEGATIVE_STATE and bool((value < 0).any()):

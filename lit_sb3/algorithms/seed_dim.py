@@ -323,6 +323,16 @@ class SeedDimensionMixin:
                         for key, value in opt_state.items()
                     }
 
+    def _live_part(self, param: th.Tensor, value: th.Tensor, failed: Any) -> th.Tensor:
+        """K > 1: the rows of ``value`` (shaped like the stacked ``param``) of the seeds not in ``failed``, in the
+        layout :meth:`ParamLink.seed_slice` reads (the leading dimension in K blocks)."""
+        state = self._seed_state
+        dead = {int(i) for i in failed}
+        if state is None or not dead or not any(link.stacked is param for link in state.links):
+            return super()._live_part(param, value, failed)  # type: ignore[misc]
+        k = self.n_seeds  # type: ignore[attr-defined]
+        return value.detach().reshape(k, -1)[[i for i in range(k) if i not in dead]]
+
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         """Hook: copy other per-seed state (exploration, noise) into member i."""
 
@@ -691,15 +701,17 @@ class SeedDimensionMixin:
         checkpoint["lit_sb3_seeds"] = _to_checkpoint_safe(seeds)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
-        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]
+        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]  # K, tensors and optimiser states checked
         if self._seed_state is None:
             return
-        saved = checkpoint.get("lit_sb3_seeds")
-        if not isinstance(saved, dict) or list(saved.get("seeds", ())) != list(self.seeds):  # type: ignore[attr-defined]
-            got = None if not isinstance(saved, dict) else saved.get("seeds")
-            raise ValueError(
-                f"the checkpoint holds the seeds {got}, this {type(self).__name__} trains {self.seeds}: resume a "  # type: ignore[attr-defined]
-                "K-seed model from a checkpoint of the same seeds."
+        saved = checkpoint["lit_sb3_seeds"]  # a dict of K seeds: the base class's check
+        if list(saved["seeds"]) != list(self.seeds):  # type: ignore[attr-defined]
+            from lit_sb3.algorithms.base import _checkpoint_where
+            from lit_sb3.utils.serialization import BadFileError
+
+            raise BadFileError(
+                f"{_checkpoint_where(self)}: the checkpoint holds the seeds {saved['seeds']}, this "
+                f"{type(self).__name__} trains {self.seeds}: resume a model from a checkpoint of the same seeds"  # type: ignore[attr-defined]
             )
         self._pending_seed_state = saved
 

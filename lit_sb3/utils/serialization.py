@@ -568,20 +568,21 @@ def _load_member_tensors(archive: zipfile.ZipFile, info: zipfile.ZipInfo, where:
 
 
 def check_state_shapes(state: Mapping[str, th.Tensor], expected: Mapping[str, th.Tensor], where: str,
-                       network: str) -> None:  # fmt: skip
-    """Refuse an archive tensor whose shape differs from the module's (one :class:`BadFileError` naming the key),
-    before ``load_state_dict`` sees it.
+                       network: str, member: str = "model.pth") -> None:  # fmt: skip
+    """Refuse an archive's or checkpoint's tensor whose shape differs from the module's (one
+    :class:`BadFileError` naming the file and the key), before ``load_state_dict`` sees it.
 
     Args:
-        state: the archive's ``model.pth`` state dict.
+        state: the archive's ``model.pth`` state dict (a Lightning checkpoint's ``state_dict``).
         expected: the module's ``state_dict()``.
         where: the file, for the message.
         network: whose network, for the message (e.g. ``"the network's"``).
+        member: where in the file the state dict is, for the message.
     """
     for key, value in state.items():
         if key in expected and expected[key].shape != value.shape:
             raise BadFileError(
-                f"{where}: model.pth {key} has shape {tuple(value.shape)}, {network} {tuple(expected[key].shape)}"
+                f"{where}: {member} {key} has shape {tuple(value.shape)}, {network} {tuple(expected[key].shape)}"
             )
 
 

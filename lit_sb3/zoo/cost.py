@@ -412,11 +412,12 @@ def until_verdict_seconds(costs: Mapping[str, JobCost], jobs: Sequence[Any], k: 
         wave: seeds per later wave.
     """
     best = schedule_eta([], _per_pair_seconds(costs, jobs, min_seeds, k), workers)
-    worst, n = best, min_seeds
-    while n < max_seeds:
-        step = min(wave, max_seeds - n)
-        worst += schedule_eta([], _per_pair_seconds(costs, jobs, step, k), workers)
-        n += step
+    full, rest = divmod(max(0, max_seeds - min_seeds), wave)  # the later waves: `full` alike, then one of `rest`
+    worst = best
+    if full:
+        worst += full * schedule_eta([], _per_pair_seconds(costs, jobs, wave, k), workers)
+    if rest:
+        worst += schedule_eta([], _per_pair_seconds(costs, jobs, rest, k), workers)
     return best, worst
 
 

@@ -190,6 +190,17 @@ class JobSpec:
         data.pop("params", None)  # written by versions that carried a display copy of the config
         return cls(**data)
 
+    def with_seed(self, seed: int) -> JobSpec:
+        """This job with another seed (its id is that seed's job's): how ``--until-verdict`` makes a wave's jobs
+        from each pair's planned job when the wave starts.
+
+        Args:
+            seed: the seed.
+        """
+        import dataclasses
+
+        return dataclasses.replace(self, seed=int(seed))
+
     def with_render_mode(self, render_mode: str) -> JobSpec:
         """This job with ``render_mode`` added to its env kwargs (train and eval), e.g. ``"rgb_array"`` for videos:
         for building envs only (its ``job_id`` differs from this job's).

@@ -18,10 +18,19 @@ steps``. At the end a seed's score is its final evaluation (``final/mean_reward`
 model zip (``model.member(i).save``: loadable by the single-seed class), the VecNormalize statistics and
 ``evaluations.csv`` are uploaded and its run is ended FINISHED.
 
-Failures: a seed whose reward, loss or logged value becomes NaN/inf, or that the model masks itself
-(``model.failed``), is failed alone (``model.fail_seed``; a single model stops): its run ends FAILED at once with
-``lit_sb3.failure_reason`` and ``traceback.txt``, the other seeds go on. An exception that escapes training (an env
-that raises) fails every seed still running. A config that cannot be trained as one K-seed model (the library refuses it
+Failures: a seed whose reward, loss or logged value becomes NaN/inf, whose env raises, whose own callbacks
+(evaluation, hooks, progress) or logger raise, or that the model masks itself (``model.failed``), is failed alone
+(``model.fail_seed``; a single model stops): its run ends FAILED at once with ``lit_sb3.failure_reason`` and
+``traceback.txt``, the other seeds go on. An exception that escapes a K > 1 model's fit (its update or its stacked
+forward: one computation for every seed, which cannot name the seed it came from; e.g. the memory of the stacked
+tensors, an operation the stacked layers do not support) fails no seed: the seeds the model had already failed are recorded, the others'
+runs keep what they logged, and each is trained again alone, one after the other, from the start on its own run
+(tagged :data:`BATCH_RAISED_TAG`), logging only past the points its run already holds. A seed alone is its
+separate run, so its outcome is its separate run's, and a seed whose own run raises fails alone with its reason.
+This repeats each rerun seed's env steps up to the failure once (the records are not repeated): resuming it
+where it was would need its whole training state taken out of the stacked model (its replay storage, random
+stream, last observations), which the library does not offer. A single model's exception fails its run.
+A config that cannot be trained as one K-seed model (the library refuses it
 when the model is built, :func:`_build_model`; or the config's ``callback:`` entries, which run on one model per
 seed) is found before any training: its seeds then run here as batches of one, one after the
 other, with one line in the job log. Each seed's run is tagged :data:`SEED_BATCH_TAG` with the number of seeds its
@@ -34,9 +43,9 @@ Evaluation hooks (used by ``bench tune`` for pruning)
 A hook that returns ``False`` stops the model cleanly (every seed): training ends at that step, no further
 evaluation is made (the score is that evaluation), the artifacts are still saved, the runs get the tag
 ``lit_sb3.stopped_early=true`` and end with ``stopped_status`` (``FINISHED`` unless the caller says e.g.
-``KILLED`` for a pruned trial). Returning ``None``/``True`` continues. An exception raised by a hook fails the
-run like any other error. :class:`JobResult` reports ``stopped_early`` and the env steps actually used
-(``env_steps``)::
+``KILLED`` for a pruned trial). Returning ``None``/``True`` continues. An exception raised by a hook fails that
+seed's run (``callback raised at step N: ...``), the other seeds go on. :class:`JobResult` reports
+``stopped_early`` and the env steps actually used (``env_steps``)::
 
     def prune(step: int, mean_reward: float) -> bool:
         trial.report(mean_reward, step)
@@ -60,13 +69,21 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lit_sb3.zoo.jobs import JobSpec
 from lit_sb3.zoo.tracking import TrackingTarget, metrics_flush_seconds
 from lit_sb3.zoo.worker.envs import build_env, build_model, import_path, model_arguments
-from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress, JobResult, result_from_dict
+from lit_sb3.zoo.worker.protocol import (
+    DivergenceError,
+    EvaluationHook,
+    JobProgress,
+    JobResult,
+    failure_reason,
+    result_from_dict,
+)
 
 __all__ = [
     "DivergenceError",
@@ -83,10 +100,14 @@ __all__ = [
     "run_job",
     "run_jobs",
     "SEED_BATCH_TAG",
+    "BATCH_RAISED_TAG",
 ]
 
 SEED_BATCH_TAG = "lit_sb3.seed_batch"
 """Tag of each seed's run: how many seeds its model trained together (1: alone, as a single job)."""
+
+BATCH_RAISED_TAG = "lit_sb3.seed_batch_raised"
+"""Tag of a seed's run that its seed batch's model raised in, the seed then rerun alone: the batch's reason."""
 
 AUTO_LOG_ENV_STEPS = 1024
 """On-policy jobs dump their scalars every ceil(1024 / (n_steps * n_envs)) iterations unless told otherwise."""
@@ -150,12 +171,18 @@ class _Seed:
         spec: its job.
         run_id: its run (None: no tracking).
         hooks: its evaluation hooks.
+        logged_through: ``{metric key: env step}`` its run already holds (a seed rerun alone after its seed
+            batch's model raised: those points are not sent again).
+        logged_params: param keys its run already holds (idem).
     """
 
-    def __init__(self, index: int, spec: JobSpec, run_id: str | None, hooks: Sequence[EvaluationHook]) -> None:
+    def __init__(self, index: int, spec: JobSpec, run_id: str | None, hooks: Sequence[EvaluationHook],
+                 logged_through: dict[str, int] | None = None, logged_params: Sequence[str] = ()) -> None:  # fmt: skip
         self.index = index
         self.spec = spec
         self.hooks = list(hooks)
+        self.logged_through = dict(logged_through or {})
+        self.logged_params = list(logged_params)
         self.result = JobResult(spec.job_id, spec.name, "FAILED", run_id=run_id)
         self.train_env: Any = None
         self.eval_env: Any = None
@@ -169,6 +196,29 @@ class _Seed:
     def recording(self) -> tuple[Any, Path] | None:
         """``(recording eval env, its folder)`` for :func:`finish_job`, or None."""
         return (self.eval_env, self.video_dir) if self.video_dir is not None else None
+
+    def alone(self) -> _Seed:
+        """This seed as a batch of one on the same run, keeping what the run already holds (rerun after its seed
+        batch's model raised)."""
+        through = dict(self.logger.last_step) if self.logger is not None else {}
+        params = sorted(self.mlflow_logger.logged) if self.mlflow_logger is not None else []
+        return _Seed(0, self.spec, self.result.run_id, self.hooks, through, params)
+
+
+@dataclass(frozen=True)
+class _BatchRaised:
+    """A seed batch's model (K > 1) raised during its fit, not in a seed's own env, callbacks or logger (those fail
+    their seed alone): its update or its stacked forward, which computes every seed at once and cannot name one.
+
+    Args:
+        reason: the one-line reason.
+        steps: the model's env steps then.
+        traceback_text: its traceback (printed to the job log).
+    """
+
+    reason: str
+    steps: int
+    traceback_text: str
 
 
 def run_jobs(
@@ -226,13 +276,25 @@ def run_jobs(
     )
     own = [list(h) for h in seed_hooks] if seed_hooks is not None else [[] for _ in specs]
     seeds = [_Seed(i, spec, run_id, [*hooks, *own[i]]) for i, (spec, run_id) in enumerate(zip(specs, ids))]
-    refusal = _train(seeds, tracking, store, progress, on_result, stopped_status)
-    if refusal is not None:  # nothing trained yet: the same path, one seed at a time
-        print(f"seed batch of {len(seeds)}: {refusal}; its seeds run as batches of one, one after the other",
+    outcome = _train(seeds, tracking, store, progress, on_result, stopped_status)
+    if isinstance(outcome, str):  # nothing trained yet: the same path, one seed at a time
+        print(f"seed batch of {len(seeds)}: {outcome}; its seeds run as batches of one, one after the other",
               flush=True)  # fmt: skip
         seeds = [_Seed(0, seed.spec, seed.result.run_id, seed.hooks) for seed in seeds]
         for seed in seeds:
             _train([seed], tracking, store, progress, on_result, stopped_status)
+    elif isinstance(outcome, _BatchRaised):  # the seeds still running are rerun alone: each is its separate run
+        running = [seed for seed in seeds if not seed.ended]
+        print(f"seed batch of {len(seeds)}: its model raised at env step {outcome.steps} ({outcome.reason}); its "
+              f"{len(running)} running seed(s) run again alone, one after the other, from the start (their runs "
+              "keep what the batch logged; a seed whose own run raises fails alone)", flush=True)  # fmt: skip
+        print(outcome.traceback_text, end="", flush=True)
+        for seed in running:
+            alone = seed.alone()
+            if store is not None:
+                store.set_tags(alone.result.run_id, {BATCH_RAISED_TAG: outcome.reason})
+            _train([alone], tracking, store, progress, on_result, stopped_status)
+            seeds[seed.index] = alone
     return [seed.result for seed in seeds]
 
 
@@ -298,12 +360,15 @@ def _build_model(seeds: Sequence[_Seed]) -> Any:
 
 
 def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: Callable[[JobProgress], None] | None,
-           on_result: Callable[[JobResult], None] | None, stopped_status: str) -> str | None:  # fmt: skip
+           on_result: Callable[[JobResult], None] | None, stopped_status: str) -> str | _BatchRaised | None:  # fmt: skip
     """Train the seeds as one model and record each; returns why they cannot be one model (nothing was trained
-    or recorded then; only for K > 1), else None once every seed's run has ended."""
+    or recorded then; only for K > 1), or :class:`_BatchRaised` when a K > 1 model raised during its fit (the
+    seeds it had failed are recorded; the others' runs are left running, what they logged sent), else None once
+    every seed's run has ended."""
     t_start, cpu_start = time.monotonic(), time.process_time()
     age = process_age()  # the process's start before this call (spawn, imports): part of the job's start-up
     model: Any = None
+    fitting = False
 
     def report(seed: _Seed) -> None:
         seed.ended = True
@@ -360,8 +425,11 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
                 from lit_sb3.zoo.tracking import job_logger, job_params
 
                 store.set_tags(seed.result.run_id, {SEED_BATCH_TAG: str(len(seeds))})
-                seed.mlflow_logger = job_logger(tracking, seed.result.run_id, logged=job_params(seed.spec))
-            seed.logger = SeedLogger(seed.mlflow_logger, lambda exc, text, i=seed.index: fail(i, str(exc), text))
+                seed.mlflow_logger = job_logger(tracking, seed.result.run_id,
+                                                logged=[*job_params(seed.spec), *seed.logged_params])  # fmt: skip
+            seed.logger = SeedLogger(seed.mlflow_logger,
+                                     lambda exc, text, i=seed.index: fail(i, _logger_reason(exc), text),
+                                     seed.logged_through)  # fmt: skip
             seed.view = SeedView(model, seed.index, seed.train_env, seed.logger)
             seed.callbacks = job_callbacks(
                 seed.spec.job_id, seed.spec.n_timesteps, seed.eval_env, seed.spec.eval_episodes,
@@ -388,7 +456,9 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
             )
             train_env = seeds[0].train_env if len(seeds) == 1 else [s.train_env for s in seeds]
             t_fit = time.monotonic()
+            fitting = True
             trainer.fit(model, datamodule=RLEnvDataModule(train_env=train_env))
+            fitting = False
             fit_seconds = max(time.monotonic() - t_fit, 1e-9)
             train_seconds = fit_seconds - clock.seconds
             for seed in seeds:
@@ -416,6 +486,15 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
     except BaseException as exc:  # noqa: BLE001 - every failure is recorded, then re-raised if not an Exception
         text = traceback.format_exc()
         steps = int(getattr(model, "num_timesteps", 0) or 0)
+        if fitting and len(seeds) > 1 and isinstance(exc, Exception):
+            for seed in seeds:  # what the model had found is those seeds' own failure
+                if not seed.ended and seed.index in model.failed:
+                    fail(seed.index, model.failed[seed.index], "")
+            for seed in seeds:  # what the others logged stays in their runs (their reruns continue past it)
+                if not seed.ended and seed.mlflow_logger is not None:
+                    with contextlib.suppress(Exception):
+                        seed.mlflow_logger.flush()
+            return _BatchRaised(failure_reason(exc), steps, text)
         for seed in seeds:
             if not seed.ended:
                 record_failure(exc, seed.result, store, seed.mlflow_logger, t_start, steps, text)
@@ -431,6 +510,11 @@ def _train(seeds: list[_Seed], tracking: TrackingTarget, store: Any, progress: C
             if seed.video_dir is not None:
                 shutil.rmtree(seed.video_dir, ignore_errors=True)
     return None
+
+
+def _logger_reason(exc: Exception) -> str:
+    """A seed logger's failure: its divergence, or ``logging raised: <Type: message>``."""
+    return str(exc) if isinstance(exc, DivergenceError) else f"logging raised: {failure_reason(exc)}"
 
 
 def _check_batch(specs: Sequence[JobSpec]) -> None:
@@ -576,7 +660,7 @@ def record_failure(exc: BaseException, result: JobResult, store: Any, mlflow_log
     """
     killed = not isinstance(exc, Exception)
     result.status = "KILLED" if killed else "FAILED"
-    result.failure_reason = reason or ("interrupted" if killed else _reason(exc))
+    result.failure_reason = reason or ("interrupted" if killed else failure_reason(exc))
     result.wall_seconds = time.monotonic() - t_start
     result.env_steps = env_steps
     if store is not None:
@@ -586,13 +670,3 @@ def record_failure(exc: BaseException, result: JobResult, store: Any, mlflow_log
         with contextlib.suppress(Exception):  # the launcher ends the run if this fails
             text = traceback.format_exc() if traceback_text is None else traceback_text
             store.fail_run(result.run_id, result.failure_reason, result.status, text)
-
-
-def _reason(exc: BaseException) -> str:
-    """One line: ``diverged: ...`` for divergence, else ``Type: message`` (first line)."""
-    if isinstance(exc, DivergenceError):
-        return str(exc)
-    cause = exc
-    text = str(cause).strip()
-    line = text.splitlines()[0] if text else ""
-    return f"{type(cause).__name__}: {line}"[:500] if line else type(cause).__name__

@@ -6,6 +6,10 @@ seed order (:func:`lit_sb3.zoo.stats.sequential.decide`: a group-sequential perm
 spending and Holm over the family, and an anytime-valid confidence sequence for equivalence). An (algo, env)
 gets the next wave (``--wave`` more seeds) while any comparison it belongs to is open, until ``--max-seeds``.
 
+The plan is lazy: each (algo, env) is planned once (its job with seed 0, config resolved and checked), and a
+wave makes its seeds' jobs from it when it starts (:func:`wave_jobs`); the dry-run's waves and estimates are
+computed from counts. Nothing planned grows with ``--max-seeds``.
+
 It is a normal ``bench run``: the jobs of a wave go through the same launcher (local or Ray; a wave of one
 (algo, env) is one seed batch with ``--seed-batch``), each seed is its own job run under the invocation's parent
 run, and a rerun of the same command skips the FINISHED jobs. Since the decisions are a deterministic function
@@ -27,7 +31,7 @@ from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, check_count
 
-__all__ = ["add_arguments", "check_arguments", "command_flags", "plan_of", "run_until_verdict", "PLAN_TAG"]
+__all__ = ["add_arguments", "check_arguments", "command_flags", "plan_of", "run_until_verdict", "wave_jobs", "PLAN_TAG"]
 
 PLAN_TAG = "lit_sb3.sequential_plan"
 """Tag of a sequential grid run: the plan as JSON (``bench report`` replays the decisions with it)."""
@@ -122,16 +126,37 @@ def _order(jobs: Sequence[Any]) -> tuple[list[str], list[str]]:
     return algos, envs
 
 
-def print_plan(plan: Any, jobs: Sequence[Any], finished: set[str]) -> None:
-    """``--dry-run``: the waves, the comparisons and the worst-case (and best-case) seeds and env steps.
+def wave_jobs(planned: Sequence[Any], seeds: range, finished: set[str] = frozenset(),
+              pairs: set[tuple[str, str]] | None = None) -> list[Any]:  # fmt: skip
+    """The jobs of the seeds ``seeds`` of each planned (algo, env) not yet FINISHED, in plan order, made now.
+
+    Args:
+        planned: each (algo, env, impl)'s planned job (seed 0).
+        seeds: the wave's seeds.
+        finished: ids of the jobs already FINISHED (left out).
+        pairs: only these ``(algo, env)`` (None: all).
+    """
+    out = []
+    for job in planned:
+        if pairs is None or (job.algo, job.env_id) in pairs:
+            out += [j for j in (job.with_seed(s) for s in seeds) if j.job_id not in finished]
+    return out
+
+
+DRY_RUN_WAVES = 10
+"""``--dry-run`` lists this many waves one by one; the later ones (all of one size but the last) in one line."""
+
+
+def print_plan(plan: Any, planned: Sequence[Any], finished: set[str]) -> None:
+    """``--dry-run``: the waves, the comparisons and the worst-case (and best-case) seeds and env steps, from
+    counts (the jobs of the waves listed one by one are made to count those already finished).
 
     Args:
         plan: the sequential plan.
-        jobs: every job up to ``--max-seeds``.
+        planned: each (algo, env, impl)'s planned job (seed 0).
         finished: ids of the jobs already FINISHED.
     """
-    algos, envs = _order(jobs)
-    budget = {(j.algo, j.env_id): j.n_timesteps for j in jobs}
+    algos, envs = _order(planned)
     pairs = list(itertools.combinations(sorted(algos), 2))  # X before Y in name order, as in the report
     n_comp = len(pairs) * (len(envs) + (len(envs) > 1))
     print(f"sequential plan: {plan.describe()}")
@@ -139,38 +164,46 @@ def print_plan(plan: Any, jobs: Sequence[Any], finished: set[str]) -> None:
         f"comparisons: {n_comp} ({len(pairs)} pair(s) x {len(envs)} env(s)"
         + (" + aggregates)" if len(envs) > 1 else ")")
     )
-    looks = plan.looks
-    per_seed = sum(budget.values())
-    for k, n in enumerate(looks):
+    per_seed = sum(j.n_timesteps for j in planned)
+    n_looks = plan.n_looks
+    listed = n_looks if n_looks <= DRY_RUN_WAVES + 1 else DRY_RUN_WAVES
+    for k in range(listed):
         seeds = plan.wave_seeds(k)
-        wave_jobs = [j for j in jobs if j.seed in seeds]
-        done = sum(j.job_id in finished for j in wave_jobs)
+        done = len(seeds) * len(planned) - len(wave_jobs(planned, seeds, finished))
         print(f"  wave {k + 1}: seeds {seeds.start}..{seeds.stop - 1} ({len(seeds)} per algo x env), look at "
-              f"{n} seeds; at most {len(wave_jobs)} jobs, {sum(j.n_timesteps for j in wave_jobs):,} env steps"
+              f"{plan.look(k)} seeds; at most {len(seeds) * len(planned)} jobs, {per_seed * len(seeds):,} env steps"
               + (f" ({done} already finished)" if done else ""))  # fmt: skip
-    print(f"worst case (every comparison open to --max-seeds {plan.max_seeds}): {len(jobs)} jobs, "
-          f"{per_seed * plan.max_seeds:,} env steps; best case (all settled at --min-seeds {plan.min_seeds}): "
-          f"{len(budget) * plan.min_seeds} jobs, {per_seed * plan.min_seeds:,} env steps")  # fmt: skip
+    if listed < n_looks:
+        first, last = plan.wave_seeds(listed), plan.wave_seeds(n_looks - 1)
+        print(f"  waves {listed + 1}..{n_looks}: seeds {first.start}..{last.stop - 1}, {plan.wave} per algo x env "
+              f"each (the last {len(last)}); at most {len(first) * len(planned)} jobs, "
+              f"{per_seed * len(first):,} env steps each")  # fmt: skip
+    print(f"worst case (every comparison open to --max-seeds {plan.max_seeds}): {len(planned) * plan.max_seeds} "
+          f"jobs, {per_seed * plan.max_seeds:,} env steps; best case (all settled at --min-seeds {plan.min_seeds}): "
+          f"{len(planned) * plan.min_seeds} jobs, {per_seed * plan.min_seeds:,} env steps")  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------------------------
 # the waves
 # ---------------------------------------------------------------------------------------------------------
-def _scores(tracking: Any, jobs: Sequence[Any]) -> dict[tuple[str, str], list[float]]:
-    """``(algo, env) -> final scores in seed order`` from the FINISHED runs of ``jobs`` (up to the first seed
-    without one)."""
-    wanted = {j.job_id: j for j in jobs}
+def _scores(tracking: Any, planned: Sequence[Any], max_seeds: int,
+            seen: set[str]) -> dict[tuple[str, str], list[float]]:  # fmt: skip
+    """``(algo, env) -> final scores in seed order`` from the FINISHED runs of each planned pair's seeds 0, 1, ...
+    (up to the first seed without one, at most ``max_seeds``); the job ids found are added to ``seen``."""
     got: dict[str, float] = {}
     for run in tracking.job_runs():
-        job_id = run.data.tags.get("lit_sb3.job_id", "")
         score = run.data.metrics.get("final/mean_reward")
-        if run.info.status == "FINISHED" and job_id in wanted and score is not None:
-            got[job_id] = float(score)
+        if run.info.status == "FINISHED" and score is not None:
+            got[run.data.tags.get("lit_sb3.job_id", "")] = float(score)
     out: dict[tuple[str, str], list[float]] = {}
-    for job in sorted(jobs, key=lambda j: j.seed):
+    for job in planned:
         values = out.setdefault((job.algo, job.env_id), [])
-        if job.job_id in got and len(values) == job.seed:  # seeds are 0..max-1: stop at the first gap
-            values.append(got[job.job_id])
+        while len(values) < max_seeds:  # seeds are 0..max-1: stop at the first gap
+            job_id = job.with_seed(len(values)).job_id
+            if job_id not in got:
+                break
+            values.append(got[job_id])
+            seen.add(job_id)
     return out
 
 
@@ -212,7 +245,8 @@ def run_until_verdict(
 
     Args:
         args: parsed ``bench run`` arguments.
-        jobs: every job up to ``--max-seeds`` (:func:`~lit_sb3.zoo.commands.run._plan`).
+        jobs: each (algo, env, impl)'s planned job, seed 0 (:func:`~lit_sb3.zoo.commands.run._plan`); the waves
+            make their seeds' jobs from them.
         skipped: pairs that cannot run.
         experiment: the experiment.
         uri: tracking URI.
@@ -236,7 +270,7 @@ def run_until_verdict(
     finished = tracking.finished_job_ids()
     if args.dry_run:
         print_plan(plan, jobs, finished)
-        first = [j for j in jobs if j.seed in plan.wave_seeds(0) and j.job_id not in finished]
+        first = wave_jobs(jobs, plan.wave_seeds(0), finished)
         _print_until_verdict_estimate(args, tracking, jobs, first, _seed_batch_units(first, args.seed_batch), plan)
         return 0
     active = _claim_store(tracking, skipped)
@@ -248,18 +282,20 @@ def run_until_verdict(
                             start_method=args.start_method, **_launcher_options(args))  # fmt: skip
     params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
     command = _command_line(args)
+    rule = {k: v for k, v in plan.as_dict().items() if k != "looks"}  # a tag is short; the looks follow from it
     parent_id = tracking.create_parent_run(command, params, run_name=f"verdict-{time.strftime('%Y%m%d-%H%M%S')}",
-                                           tags={PLAN_TAG: json.dumps(plan.as_dict())})  # fmt: skip
+                                           tags={PLAN_TAG: json.dumps(rule)})  # fmt: skip
     tracking.log_dict(parent_id, plan.as_dict(), "sequential/plan.json")
     print(f"sequential grid run {parent_id}: {plan.describe()}", flush=True)
     results: list[Any] = []
+    seen: set[str] = set()  # the sequence's jobs FINISHED so far (the grid's metrics count them)
     status, logged, family = "KILLED", 0, []
     try:
         while True:
-            family = decide(_scores(tracking, jobs), pairs, envs, plan)
+            family = decide(_scores(tracking, jobs, plan.max_seeds, seen), pairs, envs, plan)
             n_looks = max((len(c.looks) for c in family), default=0)
             for k in range(logged, n_looks):  # each look's decisions, once per invocation (a rerun replays them)
-                n = plan.looks[k]
+                n = plan.look(k)
                 print(f"look {k + 1} ({n} seeds per algo x env):", flush=True)
                 for c in family:
                     if len(c.looks) > k and (c.settled_at is None or c.settled_at >= k):
@@ -269,13 +305,13 @@ def run_until_verdict(
                                   f"sequential/look_{k + 1}.json")  # fmt: skip
             logged = n_looks
             open_ = [c for c in family if c.outcome == "open"]
-            if not open_ or n_looks == len(plan.looks):
+            if not open_ or n_looks == plan.n_looks:
                 status = "FINISHED"
                 break
             needed = {(a, e) for c in open_ for a in (c.x, c.y) for e in c.envs}
             seeds = plan.wave_seeds(n_looks)
             finished = tracking.finished_job_ids()
-            wave = [j for j in jobs if (j.algo, j.env_id) in needed and j.seed in seeds and j.job_id not in finished]
+            wave = wave_jobs(jobs, seeds, finished, needed)
             if not wave:  # the wave's runs are there but a score is missing (a FINISHED run without a score)
                 raise BenchError(f"wave {n_looks + 1}: every job finished but some score is missing; see the job runs")
             print(f"wave {n_looks + 1}: seeds {seeds.start}..{seeds.stop - 1} of {len(needed)} algo x env, "
@@ -293,7 +329,7 @@ def run_until_verdict(
         if family:
             tracking.log_dict(parent_id, {"plan": plan.as_dict(), "comparisons": decisions},
                               "sequential/decisions.json")  # fmt: skip
-        tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
+        tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=seen)
     _print_summary(results, skipped, 0, 0)
     _print_decisions(family)
     from lit_sb3.zoo.tracking.links import results_hint
@@ -335,7 +371,7 @@ def _print_until_verdict_estimate(args: argparse.Namespace, tracking: Any, jobs:
     from lit_sb3.zoo.commands.run import _print_estimate, largest_batch
     from lit_sb3.zoo.cost import duration, job_costs, until_verdict_seconds
 
-    _print_estimate(args, tracking, jobs, first, units, until_verdict=True)
+    _print_estimate(args, tracking, [*jobs, *first], first, units, until_verdict=True)
     costs, _ = job_costs(jobs, tracking.timed_job_runs(sorted({j.algo for j in jobs})))
     best, worst = until_verdict_seconds(costs, jobs, largest_batch(args, units), args.jobs or os.cpu_count() or 1,
                                         plan.min_seeds, plan.max_seeds, plan.wave)  # fmt: skip

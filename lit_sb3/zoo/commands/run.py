@@ -113,8 +113,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 # planning
 # ---------------------------------------------------------------------------------------------------------
 def _seeds(args: argparse.Namespace) -> list[int]:
-    if getattr(args, "until_verdict", False):  # seeds 0..max-seeds-1, run in waves (lit_sb3.zoo.waves)
-        return list(range(args.max_seeds))
+    if getattr(args, "until_verdict", False):
+        # seeds 0..max-seeds-1 in waves: each pair is planned once, with seed 0; a wave makes its seeds' jobs when
+        # it starts (lit_sb3.zoo.waves), so nothing planned grows with --max-seeds
+        return [0]
     if args.seed_list is not None:
         out = []
         for part in args.seed_list.split(","):

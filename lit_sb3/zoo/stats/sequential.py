@@ -146,14 +146,28 @@ class SequentialPlan:
             out.append(self.max_seeds)
         return tuple(out)
 
+    @property
+    def n_looks(self) -> int:
+        """How many looks :attr:`looks` has (counted, not listed)."""
+        return 1 + max(0, -(-(self.max_seeds - self.min_seeds) // self.wave))
+
+    def look(self, k: int) -> int:
+        """Seeds per algorithm at look ``k`` (0-based): ``looks[k]``, computed.
+
+        Args:
+            k: look index, in ``[0, n_looks)``.
+        """
+        if not 0 <= k < self.n_looks:
+            raise IndexError(f"look {k} of a plan with {self.n_looks} looks")
+        return min(self.min_seeds + k * self.wave, self.max_seeds)
+
     def wave_seeds(self, k: int) -> range:
         """Seed indices (0-based, in seed order) of wave ``k`` (0-based).
 
         Args:
             k: wave index.
         """
-        looks = self.looks
-        return range(0 if k == 0 else looks[k - 1], looks[k])
+        return range(0 if k == 0 else self.look(k - 1), self.look(k))
 
     def cumulative(self, alpha: ArrayLike | None = None) -> NDArray[np.float64]:
         """Cumulative two-sided level spent at each look: ``[looks]``, or ``[levels, looks]`` for an array.
@@ -178,12 +192,26 @@ class SequentialPlan:
         keys = ("min_seeds", "max_seeds", "wave", "alpha", "margin", "spending")
         return cls(**{k: data[k] for k in keys if k in data})
 
+    def describe_looks(self, most: int = 12) -> str:
+        """The looks as text: all of them, or with more than ``most`` the first few, ``...`` and the last two.
+
+        Args:
+            most: the most looks written out.
+        """
+        n = self.n_looks
+        shown = range(n) if n <= most else [*range(most - 3), n - 2, n - 1]
+        parts = [str(self.look(k)) for k in shown]
+        if n > most:
+            parts.insert(most - 3, "...")
+            return ", ".join(parts) + f" ({n:,} looks, every {self.wave} seed(s))"
+        return ", ".join(parts)
+
     def describe(self) -> str:
         """One line: the rule and its looks."""
         return (
             f"group-sequential permutation test of P(X > Y) (Mann-Whitney, ties half), Lan-DeMets {self.spending} "
             f"spending, alpha {self.alpha:g} two-sided, Holm over all comparisons; looks at "
-            f"{', '.join(map(str, self.looks))} seeds per algorithm; equivalent when the anytime-valid confidence "
+            f"{self.describe_looks()} seeds per algorithm; equivalent when the anytime-valid confidence "
             f"sequence lies inside 0.5 +- {self.margin:g}"
         )
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from lit_sb3.callbacks import BaseCallback
 from lit_sb3.callbacks.eval import EvalCallback
-from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress
+from lit_sb3.zoo.worker.protocol import DivergenceError, EvaluationHook, JobProgress, failure_reason
 
 __all__ = [
     "EvalClock",
@@ -367,8 +367,9 @@ class SeedView:
 class SeedsCallback(BaseCallback):
     """The model's one SB3-style callback: runs each running seed's job callbacks (progress and its NaN-reward
     check, evaluation, hooks) on that seed's :class:`SeedView`, with that seed's part of the step's locals; a
-    seed whose callbacks raise :class:`DivergenceError`, or that the model failed (``model.failed``), is failed
-    alone through ``fail``; a hook's ``False`` stops the model (every seed).
+    seed whose callbacks raise (:class:`DivergenceError`, or any other ``Exception``: its evaluation env, a hook,
+    its logger), or that the model failed (``model.failed``), is failed alone through ``fail`` with its own
+    reason, and the other seeds go on; a hook's ``False`` stops the model (every seed).
 
     Args:
         seeds: ``(index, view, callbacks)`` of each seed; ``callbacks`` in the order a single job's trainer calls
@@ -408,8 +409,12 @@ class SeedsCallback(BaseCallback):
                     if local is not None:
                         cb.locals = local
                     keep = call(cb) is not False and keep
-            except DivergenceError as exc:
-                self.fail(index, str(exc), traceback.format_exc())
+            except Exception as exc:  # noqa: BLE001 - a seed's own callbacks (its evaluation, checkpoint, hooks,
+                # logger): whatever they raise is that seed's failure; the other seeds go on
+                reason = failure_reason(exc)
+                if not isinstance(exc, DivergenceError):
+                    reason = f"callback raised at step {int(self.model.num_timesteps)}: {reason}"[:500]
+                self.fail(index, reason, traceback.format_exc())
         self.running()
         return keep
 

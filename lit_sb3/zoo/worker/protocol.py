@@ -7,7 +7,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["DivergenceError", "EvaluationHook", "JobProgress", "JobResult", "result_from_dict"]
+__all__ = ["DivergenceError", "EvaluationHook", "JobProgress", "JobResult", "failure_reason", "result_from_dict"]
 
 
 class DivergenceError(RuntimeError):
@@ -121,3 +121,17 @@ def result_from_dict(data: dict[str, Any]) -> JobResult:
             data[key] = math.nan
     data["evaluations"] = [tuple(e) for e in data.get("evaluations", [])]
     return JobResult(**data)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The one-line reason a run records for ``exc``: ``diverged: ...`` for divergence, else ``Type: message``
+    (its first line, at most 500 characters).
+
+    Args:
+        exc: what was raised.
+    """
+    if isinstance(exc, DivergenceError):
+        return str(exc)
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {line}"[:500] if line else type(exc).__name__
