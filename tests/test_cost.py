@@ -147,13 +147,16 @@ def test_eta_against_a_recorded_run() -> None:
 def test_eta_of_reference_jobs_corrects_from_their_finished_jobs() -> None:
     """Reference jobs (``--impl sb3``) report env steps only, no phases. Replayed at the times this machine really
     took (the classic benchmark's TD3 Pendulum-v1 SB3 side: 20,000 steps and 10 evaluations in about 185 s a job,
-    one job at a time, where the shipped table said several times that): once the first job has finished, the ETA
+    one job at a time, where a table 5x too slow says several times that): once the first job has finished, the ETA
     is within 30 % of the time really left (before, it kept the table's rates: about 5x too long)."""
     from dataclasses import replace
 
     jobs, _ = plan_grid(["td3"], ["Pendulum-v1"], range(4), n_timesteps=20_000, eval_freq=2_000, eval_episodes=10)
     jobs = [replace(j, impl="sb3") for j in jobs]
     costs, _ = job_costs(jobs)
+    # a table 5x too slow for this machine (as the shipped one was when measured on a loaded core)
+    slow = {n: getattr(c.rates, n) / 5 for c in costs.values() for n in ("update_fps", "warmup_fps", "eval_fps")}
+    costs = {k: replace(c, rates=replace(c.rates, **slow)) for k, c in costs.items()}
     took = 185.0
     assert costs[jobs[0].job_id].seconds() > 1.5 * took  # the table is far off here: the case under test
     now = [0.0]
