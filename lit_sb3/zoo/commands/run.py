@@ -458,22 +458,6 @@ def _print_summary(results: Sequence[Any], skipped: Sequence[Any], n_done_before
 # ---------------------------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------------------------
-def _all_finished(jobs: Sequence[Any], skipped: Sequence[Any], uri: str, experiment: str) -> bool:
-    """Whether every job already FINISHED, asked of a ``sqlite:///`` store directly (one read-only query, no MLflow
-    import: see :func:`lit_sb3.zoo.tracking.sqlite_finished_job_ids`); if so, say so. False when the store
-    cannot be read that way (a server, another schema): the caller asks MLflow. Stale RUNNING runs are then
-    left for the next invocation that has work to do."""
-    from lit_sb3.zoo.tracking import sqlite_finished_job_ids
-
-    finished = sqlite_finished_job_ids(uri, experiment)
-    if finished is None or any(j.job_id not in finished for j in jobs):
-        return False
-    for pair in skipped:
-        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
-    print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
-    return True
-
-
 class _RunBook:
     """Creates job runs under the grid run, ends those a worker could not."""
 
@@ -542,8 +526,17 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
 
         progress.stop(clear=True)  # each wave shows its own progress
         return run_until_verdict(args, jobs, skipped, experiment, uri)
-    if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
+    from lit_sb3.zoo.tracking import sqlite_finished_job_ids
+
+    # "which jobs already finished?", asked once: of a sqlite store by one read-only query, without importing MLflow
+    # (a rerun with nothing to do ends here; stale RUNNING runs are then left for the next invocation with work to
+    # do), else by MLflow's client once the store is open
+    finished = sqlite_finished_job_ids(uri, experiment)
+    if not args.dry_run and finished is not None and all(j.job_id in finished for j in jobs):
         progress.stop(clear=True)
+        for pair in skipped:
+            print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
+        print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
     progress.set_jobs(jobs, "opening the store")
     if args.launcher == "local" and not args.dry_run:
@@ -554,7 +547,8 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
         launcher.warm_up()
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
-    finished = tracking.finished_job_ids()
+    if finished is None:
+        finished = tracking.finished_job_ids()
     if args.dry_run:
         _print_plan(jobs, skipped, finished, experiment, uri)
         todo = [j for j in jobs if j.job_id not in finished]
