@@ -27,7 +27,7 @@ from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, check_count
 
-__all__ = ["add_arguments", "check_arguments", "command_flags", "plan_of", "run_until_verdict", "PLAN_TAG"]
+__all__ = ["add_arguments", "check_arguments", "plan_of", "run_until_verdict", "PLAN_TAG"]
 
 PLAN_TAG = "lit_sb3.sequential_plan"
 """Tag of a sequential grid run: the plan as JSON (``bench report`` replays the decisions with it)."""
@@ -99,18 +99,6 @@ def plan_of(args: argparse.Namespace) -> Any:
                               args.spending)  # fmt: skip
     except ValueError as exc:
         raise BenchError(str(exc)) from None
-
-
-def command_flags(args: argparse.Namespace) -> list[str]:
-    """The ``--until-verdict`` part of the command line.
-
-    Args:
-        args: parsed ``bench run`` arguments.
-    """
-    out = ["--until-verdict"]
-    for key in _FLAGS:
-        out += [f"--{key.replace('_', '-')}", f"{getattr(args, key)}"]
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -217,9 +205,9 @@ def run_until_verdict(
         experiment: the experiment.
         uri: tracking URI.
     """
+    from lit_sb3.zoo.cli import command_line
     from lit_sb3.zoo.commands.run import (
         _claim_store,
-        _command_line,
         _launcher_options,
         _print_summary,
         _RunBook,
@@ -247,7 +235,7 @@ def run_until_verdict(
     launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout,
                             start_method=args.start_method, **_launcher_options(args))  # fmt: skip
     params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
-    command = _command_line(args)
+    command = command_line(args)
     parent_id = tracking.create_parent_run(command, params, run_name=f"verdict-{time.strftime('%Y%m%d-%H%M%S')}",
                                            tags={PLAN_TAG: json.dumps(plan.as_dict())})  # fmt: skip
     tracking.log_dict(parent_id, plan.as_dict(), "sequential/plan.json")

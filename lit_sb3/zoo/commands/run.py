@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -144,43 +143,6 @@ def _seeds(args: argparse.Namespace) -> list[int]:
     if n > MAX_SEEDS:
         raise BenchError(f"--seeds must be <= {MAX_SEEDS:,} (seeds 0..N-1), got {n}")
     return list(range(n))
-
-
-def _command_line(args: argparse.Namespace) -> str:
-    """The invocation as a command line (rebuilt from the parsed options, so it can be pasted)."""
-    argv = ["run", "--algos", args.algos, "--envs", args.envs]
-    if args.seed_list is not None:
-        argv += ["--seed-list", args.seed_list]
-    elif args.seeds is not None:
-        argv += ["--seeds", str(args.seeds)]
-    if args.impl != "lit_sb3":
-        argv += ["--impl", args.impl]
-    if args.eval_seed_offset is not None:
-        argv += ["--eval-seed-offset", str(args.eval_seed_offset)]
-    for flag, value in (("--n-timesteps", args.n_timesteps), ("--eval-freq", args.eval_freq),
-                        ("--jobs", args.jobs), ("--timeout", args.timeout), ("--tracking-uri", args.tracking_uri),
-                        ("--experiment", args.experiment)):  # fmt: skip
-        if value is not None:
-            argv += [flag, str(value)]
-    if args.eval_episodes is not None:
-        argv += ["--eval-episodes", str(args.eval_episodes)]
-    if args.device != "cpu":
-        argv += ["--device", args.device]
-    if args.torch_threads != 1:
-        argv += ["--torch-threads", str(args.torch_threads)]
-    if getattr(args, "seed_batch", AUTO) != AUTO:
-        argv += ["--seed-batch", str(args.seed_batch)]
-    for cfg in args.config:
-        argv += ["--config", cfg]
-    if args.hyperparams:
-        argv += ["--hyperparams", *args.hyperparams]
-    if args.record_final:
-        argv += ["--record-final"]
-    if getattr(args, "until_verdict", False):
-        from lit_sb3.zoo.waves import command_flags
-
-        argv += command_flags(args)
-    return "bench " + shlex.join(argv)
 
 
 def _check_device(device: str) -> None:
@@ -574,9 +536,10 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
                                 **_launcher_options(args))  # fmt: skip
     workers = getattr(launcher, "max_workers", "?")  # a Ray launcher connects here: failing now creates no run
     params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
-    parent_id = tracking.create_parent_run(
-        _command_line(args), params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
+    from lit_sb3.zoo.cli import command_line
+
+    command = command_line(args)
+    parent_id = tracking.create_parent_run(command, params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}")
     print(f"running {len(todo)} job(s) ({n_done_before} already finished) with {workers} worker(s); "
           f"experiment '{experiment}' at {uri}, grid run {parent_id}", flush=True)  # fmt: skip
     results: list[Any] = []
@@ -592,7 +555,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         status = "FINISHED" if all(r.status == "FINISHED" for r in results) else "FAILED"
     finally:
         rows, markdown = _summary(results, skipped, n_done_before)
-        header = f"# bench run summary\n\n`{_command_line(args)}`\n\n"
+        header = f"# bench run summary\n\n`{command}`\n\n"
         tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
     _print_summary(results, skipped, n_done_before, len(active))
     from lit_sb3.zoo.tracking.links import results_hint
