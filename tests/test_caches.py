@@ -108,3 +108,34 @@ def test_planted_mlflow_template_is_ignored(tmp_path: Path, monkeypatch) -> None
         assert names == {"Default", "exp"}
         data = verified_template(template)  # kept anew from the store MLflow just made: empty again
         assert data is not None and data != planted
+
+
+def test_sealed_template_is_copied_only_when_mlflow_reads_it_empty(tmp_path: Path, monkeypatch) -> None:
+    """The check behind the seal, through MLflow's client: a kept empty store is copied (its Default experiment
+    pointed at the new folder); a sealed store that holds a run, or one of another schema revision, is not."""
+    from lit_sb3.zoo.tracking import open_tracking
+    from lit_sb3.zoo.tracking.template import restore_template, save_template, template_path
+
+    monkeypatch.setenv("LIT_SB3_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    store = open_tracking("sqlite:///mlflow.db", "exp")  # made by MLflow and kept as the template
+    template = template_path()
+    assert template is not None and template.is_file()
+    (tmp_path / "new").mkdir()
+    monkeypatch.chdir(tmp_path / "new")
+    assert restore_template(tmp_path / "new" / "copy.db")
+    with sqlite3.connect(tmp_path / "new" / "copy.db") as db:
+        assert db.execute("SELECT artifact_location FROM experiments").fetchall() == [
+            (str((tmp_path / "new" / "mlruns" / "0").resolve()),)
+        ]
+    store.end_run(store.create_run("job", "s0 ppo x", {"lit_sb3.job_id": "x"}))
+    revision = tmp_path / "revision.db"
+    with sqlite3.connect(revision) as db, sqlite3.connect(template) as src:
+        src.backup(db)
+        db.execute("UPDATE alembic_version SET version_num = 'ffffffffffff'")
+    for sealed in (tmp_path / "mlflow.db", revision):  # a store with a run; an empty one of another revision
+        template.unlink()
+        save_template(sealed)  # sealed with this user's key, as a kept template is
+        assert template.is_file()
+        target = tmp_path / "new" / f"from-{sealed.stem}.db"
+        assert not restore_template(target) and not target.exists()

@@ -25,9 +25,11 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The ``bench`` parser and each sub-command's parser by its name."""
     parser = _Parser(prog="bench", description="Train, tune and compare RL algorithms (lit_sb3).")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands: dict[str, argparse.ArgumentParser] = {}
     for name in COMMANDS:
         try:
             module = importlib.import_module(f"lit_sb3.zoo.commands.{name}")
@@ -35,8 +37,51 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name == f"lit_sb3.zoo.commands.{name}":
                 continue
             raise
-        module.add_parser(subparsers)
-    return parser
+        sub = module.add_parser(subparsers)
+        commands[sub.prog.rsplit(" ", 1)[-1]] = sub
+    return parser, commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return _parsers()[0]
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The invocation as a command line derived from the parser: every option of ``args.command`` whose parsed value
+    differs from the parser's default (those the user gave, and those a command filled in while checking; one given
+    with its default value changes nothing and is left out), under its first long flag, in the parser's order,
+    after the positionals, quoted for a POSIX shell. Parsed again, it gives the same values.
+
+    Args:
+        args: the parsed arguments of a ``bench`` sub-command.
+    """
+    import shlex
+
+    parser = _parsers()[1][args.command]
+    options: list[str] = []
+    positionals: list[str] = []
+    for action in parser._actions:  # noqa: SLF001 - argparse lists a parser's arguments no other way
+        if action.default == argparse.SUPPRESS or not hasattr(args, action.dest):  # --help, --version
+            continue
+        value = getattr(args, action.dest)
+        if value == action.default:
+            continue
+        if not action.option_strings:
+            positionals += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+            continue
+        flag = next((o for o in action.option_strings if o.startswith("--")), action.option_strings[0])  # its name
+        if isinstance(value, str) and value.startswith("-"):  # one value that argparse would take for a flag
+            options.append(f"{flag}={value}")
+        elif action.nargs == 0:  # store_true, store_false, store_const
+            options.append(flag)
+        elif action.nargs is None and isinstance(value, list):  # action="append": the flag once per value
+            for item in value[len(action.default or []) :]:
+                options += [flag, str(item)]
+        elif isinstance(value, list):  # nargs="+" or "*"
+            options += [flag, *map(str, value)]
+        else:
+            options += [flag, str(value)]
+    return "bench " + shlex.join([args.command, *positionals, *options])
 
 
 def _private_matplotlib_config() -> None:

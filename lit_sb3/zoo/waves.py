@@ -31,7 +31,7 @@ from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, check_count
 
-__all__ = ["add_arguments", "check_arguments", "command_flags", "plan_of", "run_until_verdict", "wave_jobs", "PLAN_TAG"]
+__all__ = ["add_arguments", "check_arguments", "plan_of", "run_until_verdict", "wave_jobs", "PLAN_TAG"]
 
 PLAN_TAG = "lit_sb3.sequential_plan"
 """Tag of a sequential grid run: the plan as JSON (``bench report`` replays the decisions with it)."""
@@ -103,18 +103,6 @@ def plan_of(args: argparse.Namespace) -> Any:
                               args.spending)  # fmt: skip
     except ValueError as exc:
         raise BenchError(str(exc)) from None
-
-
-def command_flags(args: argparse.Namespace) -> list[str]:
-    """The ``--until-verdict`` part of the command line.
-
-    Args:
-        args: parsed ``bench run`` arguments.
-    """
-    out = ["--until-verdict"]
-    for key in _FLAGS:
-        out += [f"--{key.replace('_', '-')}", f"{getattr(args, key)}"]
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -251,9 +239,9 @@ def run_until_verdict(
         experiment: the experiment.
         uri: tracking URI.
     """
+    from lit_sb3.zoo.cli import command_line
     from lit_sb3.zoo.commands.run import (
         _claim_store,
-        _command_line,
         _launcher_options,
         _print_summary,
         _RunBook,
@@ -281,7 +269,7 @@ def run_until_verdict(
     launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout,
                             start_method=args.start_method, **_launcher_options(args))  # fmt: skip
     params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
-    command = _command_line(args)
+    command = command_line(args)
     rule = {k: v for k, v in plan.as_dict().items() if k != "looks"}  # a tag is short; the looks follow from it
     parent_id = tracking.create_parent_run(command, params, run_name=f"verdict-{time.strftime('%Y%m%d-%H%M%S')}",
                                            tags={PLAN_TAG: json.dumps(rule)})  # fmt: skip

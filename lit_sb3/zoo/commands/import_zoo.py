@@ -70,13 +70,15 @@ def run(args: argparse.Namespace) -> int:
             refused += 1
     uri = args.tracking_uri or DEFAULT_TRACKING_URI
     if checked:
-        _record(checked, uri, args.experiment)
+        from lit_sb3.zoo.cli import command_line
+
+        _record(checked, uri, args.experiment, command_line(args))
     else:
         print("nothing imported", flush=True)
     return 1 if refused else 0
 
 
-def _record(checked: list[tuple[Any, Any]], uri: str, experiment: str) -> None:
+def _record(checked: list[tuple[Any, Any]], uri: str, experiment: str, command: str) -> None:
     from lit_sb3.zoo.reference.importer import import_zoo_run
     from lit_sb3.zoo.tracking import open_tracking
     from lit_sb3.zoo.tracking.links import results_hint
@@ -89,7 +91,7 @@ def _record(checked: list[tuple[Any, Any]], uri: str, experiment: str) -> None:
             print(f"already imported: {run.path} (job {spec.job_id})", flush=True)
     if todo:
         parent = tracking.create_parent_run(
-            "bench import " + " ".join(str(run.path) for run, _ in todo)[:5000], {"folders": len(todo)},
+            command, {"folders": len(todo)},
             run_name=f"import-{time.strftime('%Y%m%d-%H%M%S')}", run_type="import",
         )  # fmt: skip
         for run, spec in todo:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from pathlib import Path
 
 from lit_sb3.zoo.errors import BenchError
@@ -83,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else report_folder(args.experiment)
     _check_writable(out)  # before the runs are read: /proc/x, a file, a read-only folder
     results = load_results(args.tracking_uri, args.experiment, algos=algos, envs=envs)
-    argv = sys.argv[1:] if sys.argv and Path(sys.argv[0]).name == "bench" else _reconstruct(args)
+    from lit_sb3.zoo.cli import command_line
+
     try:
         path = build_report(
             results,
@@ -93,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             title=args.title,
             table=table,
             seed=args.seed,
-            command="bench " + shlex.join(argv),
+            command=command_line(args),
             min_runs=args.min_runs,
             engine=args.engine,
         )
@@ -126,18 +125,3 @@ def _check_writable(out: Path) -> None:
     except OSError as exc:
         raise BenchError(f"cannot write the report to {str(out)!r}: {str(existing)!r} is not writable "
                          f"({exc.strerror or exc})") from None  # fmt: skip
-
-
-def _reconstruct(args: argparse.Namespace) -> list[str]:
-    """The command line from parsed arguments (when called as ``main([...])``)."""
-    argv = ["report", "--experiment", args.experiment, "--tracking-uri", args.tracking_uri]
-    for flag, value in (("--out", args.out), ("--title", args.title), ("--scores-table", args.scores_table)):
-        if value:
-            argv += [flag, value]
-    if args.algos:
-        argv += ["--algos", *args.algos]
-    if args.envs:
-        argv += ["--envs", *args.envs]
-    argv += ["--reps", str(args.reps), "--normalize", args.normalize, "--seed", str(args.seed)]
-    argv += ["--min-runs", str(args.min_runs), "--engine", args.engine]
-    return argv

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import shlex
 import sys
 import time
 from collections.abc import Sequence
@@ -146,43 +145,6 @@ def _seeds(args: argparse.Namespace) -> list[int]:
     if n > MAX_SEEDS:
         raise BenchError(f"--seeds must be <= {MAX_SEEDS:,} (seeds 0..N-1), got {n}")
     return list(range(n))
-
-
-def _command_line(args: argparse.Namespace) -> str:
-    """The invocation as a command line (rebuilt from the parsed options, so it can be pasted)."""
-    argv = ["run", "--algos", args.algos, "--envs", args.envs]
-    if args.seed_list is not None:
-        argv += ["--seed-list", args.seed_list]
-    elif args.seeds is not None:
-        argv += ["--seeds", str(args.seeds)]
-    if args.impl != "lit_sb3":
-        argv += ["--impl", args.impl]
-    if args.eval_seed_offset is not None:
-        argv += ["--eval-seed-offset", str(args.eval_seed_offset)]
-    for flag, value in (("--n-timesteps", args.n_timesteps), ("--eval-freq", args.eval_freq),
-                        ("--jobs", args.jobs), ("--timeout", args.timeout), ("--tracking-uri", args.tracking_uri),
-                        ("--experiment", args.experiment)):  # fmt: skip
-        if value is not None:
-            argv += [flag, str(value)]
-    if args.eval_episodes is not None:
-        argv += ["--eval-episodes", str(args.eval_episodes)]
-    if args.device != "cpu":
-        argv += ["--device", args.device]
-    if args.torch_threads != 1:
-        argv += ["--torch-threads", str(args.torch_threads)]
-    if getattr(args, "seed_batch", AUTO) != AUTO:
-        argv += ["--seed-batch", str(args.seed_batch)]
-    for cfg in args.config:
-        argv += ["--config", cfg]
-    if args.hyperparams:
-        argv += ["--hyperparams", *args.hyperparams]
-    if args.record_final:
-        argv += ["--record-final"]
-    if getattr(args, "until_verdict", False):
-        from lit_sb3.zoo.waves import command_flags
-
-        argv += command_flags(args)
-    return "bench " + shlex.join(argv)
 
 
 def _check_device(device: str) -> None:
@@ -460,22 +422,6 @@ def _print_summary(results: Sequence[Any], skipped: Sequence[Any], n_done_before
 # ---------------------------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------------------------
-def _all_finished(jobs: Sequence[Any], skipped: Sequence[Any], uri: str, experiment: str) -> bool:
-    """Whether every job already FINISHED, asked of a ``sqlite:///`` store directly (one read-only query, no MLflow
-    import: see :func:`lit_sb3.zoo.tracking.sqlite_finished_job_ids`); if so, say so. False when the store
-    cannot be read that way (a server, another schema): the caller asks MLflow. Stale RUNNING runs are then
-    left for the next invocation that has work to do."""
-    from lit_sb3.zoo.tracking import sqlite_finished_job_ids
-
-    finished = sqlite_finished_job_ids(uri, experiment)
-    if finished is None or any(j.job_id not in finished for j in jobs):
-        return False
-    for pair in skipped:
-        print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
-    print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
-    return True
-
-
 class _RunBook:
     """Creates job runs under the grid run, ends those a worker could not."""
 
@@ -544,8 +490,17 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
 
         progress.stop(clear=True)  # each wave shows its own progress
         return run_until_verdict(args, jobs, skipped, experiment, uri)
-    if not args.dry_run and _all_finished(jobs, skipped, uri, experiment):
+    from lit_sb3.zoo.tracking import sqlite_finished_job_ids
+
+    # "which jobs already finished?", asked once: of a sqlite store by one read-only query, without importing MLflow
+    # (a rerun with nothing to do ends here; stale RUNNING runs are then left for the next invocation with work to
+    # do), else by MLflow's client once the store is open
+    finished = sqlite_finished_job_ids(uri, experiment)
+    if not args.dry_run and finished is not None and all(j.job_id in finished for j in jobs):
         progress.stop(clear=True)
+        for pair in skipped:
+            print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
+        print(f"nothing to do: all {len(jobs)} jobs already finished in experiment '{experiment}' ({uri})")
         return 0
     progress.set_jobs(jobs, "opening the store")
     if args.launcher == "local" and not args.dry_run:
@@ -556,7 +511,8 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         launcher = LocalLauncher(max_workers=args.jobs, timeout=args.timeout, start_method=args.start_method)
         launcher.warm_up()
     tracking = open_tracking(uri, experiment, create=not args.dry_run)
-    finished = tracking.finished_job_ids()
+    if finished is None:
+        finished = tracking.finished_job_ids()
     if args.dry_run:
         _print_plan(jobs, skipped, finished, experiment, uri)
         todo = [j for j in jobs if j.job_id not in finished]
@@ -582,9 +538,10 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
                                 **_launcher_options(args))  # fmt: skip
     workers = getattr(launcher, "max_workers", "?")  # a Ray launcher connects here: failing now creates no run
     params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
-    parent_id = tracking.create_parent_run(
-        _command_line(args), params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}"
-    )
+    from lit_sb3.zoo.cli import command_line
+
+    command = command_line(args)
+    parent_id = tracking.create_parent_run(command, params, run_name=f"grid-{time.strftime('%Y%m%d-%H%M%S')}")
     print(f"running {len(todo)} job(s) ({n_done_before} already finished) with {workers} worker(s); "
           f"experiment '{experiment}' at {uri}, grid run {parent_id}", flush=True)  # fmt: skip
     results: list[Any] = []
@@ -600,7 +557,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         status = "FINISHED" if all(r.status == "FINISHED" for r in results) else "FAILED"
     finally:
         rows, markdown = _summary(results, skipped, n_done_before)
-        header = f"# bench run summary\n\n`{_command_line(args)}`\n\n"
+        header = f"# bench run summary\n\n`{command}`\n\n"
         tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=[j.job_id for j in jobs])
     _print_summary(results, skipped, n_done_before, len(active))
     from lit_sb3.zoo.tracking.links import results_hint

@@ -385,8 +385,9 @@ def run(args: argparse.Namespace) -> int:
 
     tags = {"lit_sb3.study_name": study_name, "lit_sb3.sampler": settings.sampler, "lit_sb3.pruner": settings.pruner,
             "lit_sb3.algo": algo, "lit_sb3.env": env_id, "lit_sb3.optuna_storage": storage}  # fmt: skip
-    options = {k: v for k, v in vars(args).items() if k not in ("func", "command", "show", "top") and v is not None}
-    command = "bench tune " + " ".join(f"--{k.replace('_', '-')} {shlex.quote(str(v))}" for k, v in options.items())
+    from lit_sb3.zoo.cli import command_line
+
+    command = command_line(args)
     params = {"n_trials": args.n_trials, "n_timesteps": n_timesteps, "eval_freq": eval_freq,
               "eval_episodes": args.eval_episodes, "seeds_per_trial": args.seeds_per_trial,
               "objective": args.objective, "n_startup_trials": args.n_startup_trials, "n_warmup_steps": warmup_steps,

@@ -45,6 +45,7 @@ from lit_sb3.zoo.jobs import JobSpec
 from lit_sb3.zoo.launchers.base import JobDone, JobStarted, JobUnit, Launcher, LaunchEvent, RunBook, job_units
 from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
 from lit_sb3.zoo.tracking import TrackingTarget
+from lit_sb3.zoo.tracking.mlflow_compat import parent_run_id
 
 __all__ = [
     "RayLauncher",
@@ -156,7 +157,7 @@ def claim_run(spec: JobSpec, target: TrackingTarget, run_id: str) -> str:
     if ATTEMPT_TAG not in run.data.tags and run.info.status == "RUNNING":
         store.set_tags(run_id, {ATTEMPT_TAG: f"1 {me}", STARTED_TAG: started})
         return run_id
-    parent_id = run.data.tags.get("mlflow.parentRunId")
+    parent_id = parent_run_id(run)
     attempt = 1
     for old in store.job_attempts(spec.job_id, parent_id):
         with contextlib.suppress(ValueError, IndexError):
@@ -371,7 +372,7 @@ class RayLauncher(Launcher):
 
             store = connect(self._target)
             run = store.get_run(job.run_ids[0])
-            runs = store.job_attempts(job.specs[0].job_id, run.data.tags.get("mlflow.parentRunId")) or [run]
+            runs = store.job_attempts(job.specs[0].job_id, parent_run_id(run)) or [run]
             stamps = [float(r.data.tags[STARTED_TAG]) for r in runs if STARTED_TAG in r.data.tags]
             if stamps:
                 return now - max(0.0, time.time() - max(stamps))
@@ -419,7 +420,7 @@ class RayLauncher(Launcher):
                 from lit_sb3.zoo.tracking import connect
 
                 store = connect(self._target)
-                parent = store.get_run(run_id).data.tags.get("mlflow.parentRunId")
+                parent = parent_run_id(store.get_run(run_id))
                 runs = store.job_attempts(spec.job_id, parent)
                 runs.sort(key=lambda r: r.info.start_time or 0)
                 ids = [r.info.run_id for r in runs if r.info.status == "RUNNING"]

@@ -141,13 +141,14 @@ def _links(results: Results) -> dict[str, Any] | None:
     """Links into MLflow's model-training view: the experiment, each grid run, each run (``serve``: the command
     that serves a sqlite store; None for a server)."""
     from lit_sb3.zoo.tracking.links import experiment_url, run_url, ui_base_url, ui_command
+    from lit_sb3.zoo.tracking.mlflow_compat import PARENT_RUN_TAG
 
     if not results.experiment_id:
         return None
     uri = _relative_uri(results.tracking_uri, Path.cwd())
     base, exp = ui_base_url(results.tracking_uri), results.experiment_id
     items = [[f"experiment {results.experiment}", experiment_url(base, exp)]]
-    for grid in sorted({r.tags.get("mlflow.parentRunId", "") for r in results.runs} - {""}):
+    for grid in sorted({r.tags.get(PARENT_RUN_TAG, "") for r in results.runs} - {""}):
         items.append([f"grid run {grid}", run_url(base, exp, grid)])
     for r in sorted(results.runs, key=lambda r: (r.algo, r.env, r.seed)):
         items.append([f"{r.algo} on {r.env}, seed {r.seed} (run {r.run_id})", run_url(base, exp, r.run_id)])

@@ -17,7 +17,6 @@ import shlex
 __all__ = [
     "TRAINING_VIEW",
     "VIEW_STATE_KEY",
-    "VIEW_STATE_TAG",
     "experiment_url",
     "results_hint",
     "study_hint",
@@ -32,9 +31,6 @@ TRAINING_VIEW = "workflowType=machine_learning"
 
 VIEW_STATE_KEY = "lit-sb3-scores"
 """Name of the runs-table state the suite's experiment links open."""
-
-VIEW_STATE_TAG = f"mlflow.sharedViewState.{VIEW_STATE_KEY}"
-"""The experiment tag that holds it."""
 
 VIEW_NAME = "lit_sb3 scores"
 """Its name in the runs table's "Views" menu."""

@@ -7,11 +7,13 @@ creates with a given MLflow (and SQLAlchemy/alembic) version is copied, right af
 suite writes anything, to ``$LIT_SB3_CACHE_DIR/mlflow-templates/`` (beside the plan memo; off when that variable is
 set empty); later new stores start as a copy of it. The copy's ``Default`` experiment (id 0, which MLflow points at
 ``<working folder>/mlruns/0`` when it creates a store) is pointed at the new working folder's, as MLflow would
-have. A template is a plain sqlite file read by sqlite (nothing in it is executed) and bounded in size, and it is
-copied only when it is verified: this user's private file in a private folder, its sha256 sealed (MAC with the
-user's cache key, :func:`lit_sb3.zoo.plan_cache.sealed_write`) when it was kept, and, read back, an empty store
-(no run, only the ``Default`` experiment). Anything else is ignored: MLflow creates the store (and the template is
-kept again).
+have (:func:`lit_sb3.zoo.tracking.mlflow_compat.point_default_experiment`: no public API does it). A template is
+bounded in size, and it is copied only when it is verified: this user's private file in a private folder, its sha256
+sealed (MAC with the user's cache key, :func:`lit_sb3.zoo.plan_cache.sealed_write`) when it was kept, and, opened by
+MLflow's client (which checks the schema revision), an empty store (no run, only the ``Default`` experiment).
+Anything else is ignored: MLflow creates the store (and the template is kept again). Checking through the client
+costs ~0.15 s on a loaded core where a query of the tables took ~0.04 s (MLflow's import is paid by the store's
+opening anyway), once per new store.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from importlib import metadata
 from pathlib import Path
 
 from lit_sb3.zoo.plan_cache import _read_private, cache_dir, sealed_read, sealed_write
+from lit_sb3.zoo.tracking.mlflow_compat import DEFAULT_EXPERIMENT_ID, point_default_experiment
 
 __all__ = ["restore_template", "save_template", "template_path", "verified_template"]
 
@@ -57,11 +60,9 @@ def restore_template(path: Path) -> bool:
         if data is None:
             return False
         tmp.write_bytes(data)
-        with contextlib.closing(sqlite3.connect(tmp)) as db, db:
-            if not _is_empty_store(db):
-                raise sqlite3.DatabaseError("not an empty MLflow store")
-            default = str(Path.cwd().resolve() / "mlruns" / "0")
-            db.execute("UPDATE experiments SET artifact_location = ? WHERE experiment_id = 0", (default,))
+        if not _is_empty_store(tmp):
+            raise sqlite3.DatabaseError("not an empty MLflow store")
+        point_default_experiment(tmp, str(Path.cwd().resolve() / "mlruns" / "0"))
         os.replace(tmp, path)
         return True
     except (OSError, sqlite3.Error):
@@ -88,12 +89,24 @@ def _seal_path(template: Path) -> Path:
     return template.with_name(template.name + ".seal")
 
 
-def _is_empty_store(db: sqlite3.Connection) -> bool:
-    """A migrated MLflow store with nothing in it: a schema version, no run, only the ``Default`` experiment."""
-    (version,) = db.execute("SELECT count(*) FROM alembic_version").fetchone()
-    (runs,) = db.execute("SELECT count(*) FROM runs").fetchone()
-    experiments = db.execute("SELECT experiment_id, name FROM experiments").fetchall()
-    return version == 1 and runs == 0 and experiments == [(0, "Default")]
+def _is_empty_store(path: Path) -> bool:
+    """Whether MLflow's client opens ``path`` as a store of its schema revision holding nothing: no run (deleted
+    ones included), only the ``Default`` experiment.
+
+    Args:
+        path: the sqlite file.
+    """
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+
+    try:
+        client = MlflowClient(tracking_uri=f"sqlite:///{path.resolve()}")
+        experiments = client.search_experiments(view_type=ViewType.ALL, max_results=2)
+        ids = [e.experiment_id for e in experiments]
+        runs = client.search_runs(ids, run_view_type=ViewType.ALL, max_results=1) if ids else []
+    except Exception:  # noqa: BLE001 - another schema revision, not a database: MLflow makes the store
+        return False
+    return [(e.experiment_id, e.name) for e in experiments] == [(DEFAULT_EXPERIMENT_ID, "Default")] and not runs
 
 
 def save_template(path: Path) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.tracking import FAILURE_TAG, TrackingTarget, job_params, readable
+from lit_sb3.zoo.tracking.mlflow_compat import note_tags
 from lit_sb3.zoo.tracking.names import job_run_name
 
 __all__ = ["TuneSettings", "Objective", "TrialFailed", "LAST_N", "OBJECTIVES", "override_text"]
@@ -253,16 +254,17 @@ class Objective:
                 if reporter.pruned_at is not None:
                     for spec, seed_run in zip(chunk, seed_runs):  # KILLED is drawn like FAILED: the name says it
                         name = f"{job_run_name(spec.algo, spec.env_id, spec.seed)} (pruned)"
-                        tracking.set_tags(seed_run, {STATE_TAG: "pruned", "mlflow.runName": name})
+                        tracking.set_tags(seed_run, {STATE_TAG: "pruned"})
+                        tracking.rename_run(seed_run, name)
                     trial.set_user_attr("env_steps", env_steps)
                     trial.set_user_attr("pruned_at_step", reporter.pruned_at)
+                    # MLflow has no "pruned" status (KILLED is the nearest): the name and the note say it
+                    tracking.rename_run(run_id, f"trial-{trial.number} (pruned)")
+                    note = note_tags(f"Pruned by Optuna's pruner at env step {reporter.pruned_at}: stopped early "
+                                     "because it was behind, not a failure.")  # fmt: skip
                     self._end(run_id, "pruned", "KILLED",
                               {"trial/env_steps": env_steps, "trial/last_reported": reporter.last_reported},
-                              {"lit_sb3.pruned_at_step": str(reporter.pruned_at),
-                               # MLflow has no "pruned" status (KILLED is the nearest): the name and the note say it
-                               "mlflow.runName": f"trial-{trial.number} (pruned)",
-                               "mlflow.note.content": f"Pruned by Optuna's pruner at env step {reporter.pruned_at}: "
-                               "stopped early because it was behind, not a failure."})  # fmt: skip
+                              {"lit_sb3.pruned_at_step": str(reporter.pruned_at), **note})  # fmt: skip
                     raise optuna.TrialPruned(f"pruned at step {reporter.pruned_at} (seed {chunk[-1].seed})")
                 for seed_run, result in zip(seed_runs, results):
                     tracking.set_tags(seed_run, {STATE_TAG: "complete"})
