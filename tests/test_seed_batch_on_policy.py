@@ -24,6 +24,7 @@ from lit_sb3.vec_env import make_vec_env
 from tests.envs.nan_seed import NaNObservationAfter
 from tests.tiny_image_env import TINY_DICT_ENV, TINY_IMAGE_ENV
 from tests.tolerances import (
+    assert_parameters_close,
     model_tolerances,
     return_rtol,
     state_tolerances,
@@ -83,15 +84,6 @@ def _single(cls, env_id: str, seed: int, **kwargs):
     model.set_env(make_vec_env(env_id, n_envs=N_ENVS, seed=seed))
     model._setup_model()
     return model
-
-
-def _params_close(model, single, **tol: float) -> None:
-    """Seed i's parameters against its separate run's, within the run's derived tolerances (tests/tolerances.py's
-    ``model_tolerances``) unless ``tol`` gives them."""
-    tol = tol or model_tolerances(single)
-    assert tol["atol"] < 1e-2, "the bound must stay far under the distance between seeds"
-    for (name, p), q in zip(model.policy.named_parameters(), single.policy.parameters(), strict=True):
-        th.testing.assert_close(p, q, msg=name, **tol)
 
 
 def test_seed_batch_is_the_algorithm_class_and_one_seed_is_the_single_model():
@@ -189,7 +181,7 @@ def test_one_update_equals_single_updates(case):
     assert model.failed == {}
     for i, single in enumerate(singles):
         member = model.member(i)
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         assert member._n_updates == single._n_updates
         opt_b, opt_s = member.policy.optimizer.state_dict(), single.policy.optimizer.state_dict()
         assert opt_b["state"].keys() == opt_s["state"].keys()
@@ -208,7 +200,7 @@ def test_ppo_target_kl_stops_each_seed_alone():
     for i, single in enumerate(singles):
         member = model.member(i)
         assert member._n_updates == single._n_updates
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         steps_b = [float(s["step"]) for s in member.policy.optimizer.state_dict()["state"].values()]
         steps_s = [float(s["step"]) for s in single.policy.optimizer.state_dict()["state"].values()]
         assert steps_b == steps_s
@@ -223,7 +215,7 @@ def test_a_seed_whose_loss_turns_nan_stops_alone(case):
     for p, q in zip(model.member(1).policy.parameters(), before[1], strict=True):
         assert th.equal(p, q)
     for i in (0, 2):
-        _params_close(model.member(i), singles[i])
+        assert_parameters_close(model.member(i), singles[i])
 
 
 def test_ppo_through_rltrainer_retraces_separate_runs(tmp_path):
@@ -247,7 +239,7 @@ def test_ppo_through_rltrainer_retraces_separate_runs(tmp_path):
         )
         member = model.member(i)
         assert member.num_timesteps == single.num_timesteps and member._n_updates == single._n_updates
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
 
 
@@ -271,7 +263,7 @@ def test_ppo_target_kl_seeds_retrace_separate_runs_over_several_updates(tmp_path
         member = model.member(i)
         assert member._n_updates == single._n_updates
         updates.append(single._n_updates)
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
     assert len(set(updates)) > 1 and min(updates) < 3 * 4, updates  # the seeds stopped alone
 
@@ -299,7 +291,7 @@ def test_gsde_seeds_retrace_separate_runs(cls, extra, tmp_path):
         )
         member = model.member(i)
         assert member.num_timesteps == single.num_timesteps and member._n_updates == single._n_updates
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         rewards = [ep["r"] for ep in member.ep_info_buffer]
         np.testing.assert_allclose(rewards, [ep["r"] for ep in single.ep_info_buffer], rtol=return_rtol(single))
         assert rewards
@@ -328,7 +320,7 @@ def test_cnn_and_dict_policies_retrace_separate_runs(cls, env_id, policy, tmp_pa
         )
         member = model.member(i)
         assert member._n_updates == single._n_updates > 0
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         rewards = [ep["r"] for ep in member.ep_info_buffer]
         np.testing.assert_allclose(rewards, [ep["r"] for ep in single.ep_info_buffer], rtol=return_rtol(single))
         assert rewards
@@ -379,7 +371,7 @@ def test_other_spaces_retrace_separate_runs(space, tmp_path):
             single, datamodule=RLEnvDataModule(train_env=env(seed))
         )
         member = model.member(i)
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
 
 
@@ -405,7 +397,7 @@ def test_maskable_ppo_seeds_retrace_separate_runs(env_id, tmp_path):
             single, datamodule=RLEnvDataModule(train_env=make_vec_env(env_id, n_envs=N_ENVS, seed=seed))
         )
         member = model.member(i)
-        _params_close(member, single)
+        assert_parameters_close(member, single)
         assert [ep["r"] for ep in member.ep_info_buffer] == [ep["r"] for ep in single.ep_info_buffer]
         columns = model.rollout_buffer.seed_slice(model.rollout_buffer.action_masks, i)
         np.testing.assert_array_equal(columns, single.rollout_buffer.action_masks)
@@ -476,7 +468,7 @@ def test_diverging_env_masks_its_seed_alone(tmp_path):
     RLTrainer(max_steps=400, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
         single, datamodule=RLEnvDataModule(train_env=make_vec_env("CartPole-v1", n_envs=N_ENVS, seed=2))
     )
-    _params_close(model.member(2), single)
+    assert_parameters_close(model.member(2), single)
 
 
 def test_bad_options_are_refused_before_training():

@@ -164,6 +164,10 @@ def model_parameter_atol(model) -> float:
     Args:
         model: the separate run a batch member is compared with, after its fit.
     """
+    from lit_sb3 import ARS
+
+    if isinstance(model, ARS):  # no optimiser: its own step
+        return ars_parameter_atol(model)
     reduction = longest_reduction(model)
     atol = 0.0
     for optimizer in model._optimizers_to_save().values():
@@ -181,6 +185,23 @@ def model_tolerances(model) -> dict[str, float]:
         model: the separate run (or the reference run) after its fit.
     """
     return dict(atol=model_parameter_atol(model), rtol=reassociation_rtol(longest_reduction(model)))
+
+
+def assert_parameters_close(model, reference, **tol: float) -> None:
+    """``model``'s policy parameters against ``reference``'s (the separate run), at ``model_tolerances(reference)``
+    unless ``tol`` gives them, a bound that must stay far under the distance between seeds (``~1e-1``).
+
+    Args:
+        model: a batch member (or the run compared).
+        reference: the separate run after its fit.
+        tol: ``atol`` and ``rtol`` when not the run's own.
+    """
+    import torch as th
+
+    tol = tol or model_tolerances(reference)
+    assert tol["atol"] < 1e-2, "the bound must stay far under the distance between seeds"
+    for (name, p), q in zip(model.policy.named_parameters(), reference.policy.parameters(), strict=True):
+        th.testing.assert_close(p, q, msg=name, **tol)
 
 
 def return_rtol(model) -> float:
