@@ -137,6 +137,21 @@ def parameter_atol(updates: int, lr: float, reduction: int, step_bound: float = 
     return updates * lr * step_bound * reassociation_rtol(reduction)
 
 
+def widest_fan_in(module) -> int:
+    """The longest sum of ``module``'s forward: its widest fan-in + 1 (the bias).
+
+    Args:
+        module: a torch module (Linear weights ``(out, in)``, Conv2d ``(out, in, kh, kw)``, stacked critics ``[n, ...]``).
+    """
+    fan_ins = [1]
+    for p in module.parameters():
+        if p.dim() == 2 or p.dim() == 4:  # Linear (out, in), Conv2d (out, in, kh, kw)
+            fan_ins.append(p[0].numel() + 1)
+        elif p.dim() == 3:  # critics stacked along a leading dim, in either layout: the wider inner side
+            fan_ins.append(max(p.shape[1], p.shape[2]) + 1)
+    return max(fan_ins)
+
+
 def longest_reduction(model) -> int:
     """The longest float sum in ``model``'s update: twice its batch (CrossQ's joint pass; an upper bound for the
     others) or its widest fan-in + 1.
@@ -144,17 +159,10 @@ def longest_reduction(model) -> int:
     Args:
         model: a single-seed algorithm after setup (its policy's weights give the fan-ins).
     """
-    fan_ins = [1]
-    for p in model.policy.parameters():
-        if p.dim() == 2 or p.dim() == 4:  # Linear (out, in), Conv2d (out, in, kh, kw)
-            fan_ins.append(p[0].numel() + 1)
-        elif p.dim() == 3:  # critics stacked along a leading dim, in either layout: the wider inner side
-            fan_ins.append(max(p.shape[1], p.shape[2]) + 1)
-    fan_in = max(fan_ins)
     batch = getattr(model, "batch_size", None)  # A2C: none, its batch is the whole rollout
     if not batch:
         batch = int(getattr(model, "n_steps", 1) or 1) * int(getattr(model, "n_envs", 1) or 1)
-    return max(fan_in, 2 * int(batch))
+    return max(widest_fan_in(model.policy), 2 * int(batch))
 
 
 def model_parameter_atol(model) -> float:
@@ -223,7 +231,25 @@ def state_tolerances(reference, rtol: float) -> dict[str, float]:
     """
     import torch as th
 
-    scale = float(th.as_tensor(reference).abs().max()) if th.as_tensor(reference).numel() else 0.0
+    reference = th.as_tensor(reference).detach()
+    scale = float(reference.abs().max()) if reference.numel() else 0.0
+    return dict(rtol=rtol, atol=rtol * scale)
+
+
+def sgd_tolerances(displacements: dict, rtol: float) -> dict[str, float]:
+    """Tolerances of parameters after plain gradient steps on reassociated gradients: the displacement
+    ``theta - theta_0 = -lr sum_t g_t`` is a sum over the steps of gradients known to ``rtol``, so each entry is
+    within ``rtol`` of the displacement's scale, the largest displacement of the network (a gradient entry that is a
+    cancellation has the error of the network's gradient scale, as in ``state_tolerances``); the parameters
+    themselves carry no round-off of their own.
+
+    Args:
+        displacements: the reference run's ``theta - theta_0`` by name.
+        rtol: ``reassociation_rtol`` of the longest reduction.
+    """
+    import torch as th
+
+    scale = max(float(th.as_tensor(d).abs().max()) for d in displacements.values())
     return dict(rtol=rtol, atol=rtol * scale)
 
 
