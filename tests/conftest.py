@@ -59,6 +59,10 @@ _EQUIVALENCE_ALSO = frozenset({
     "test_predict_carries_one_state_per_seed",
     "test_eval_callback_evaluates_each_seed_as_its_separate_run",
     "test_fused_adam_matches_sb3_default_adam",
+    "test_fused_adam_matches_default",
+    "test_ensemble_matches_separate_mlps",
+    "test_rollout_gae_matches_sb3",
+    "test_nstep_matches_sb3",
 })  # fmt: skip
 
 

@@ -15,6 +15,8 @@ Two runs that do the same arithmetic in a different order (K seeds as one ``badd
   drift into later gradients is second order while ``N * lr`` is small, ``<= 0.5`` in every test here). ``N`` is
   the optimiser's own step count (its state's ``step``: PPO's ``_n_updates`` counts epochs, not minibatch steps).
   RMSprop (A2C) is bounded the same way with its own step bound, ``1 / sqrt(1 - alpha)``;
+- plain gradient steps (SGD) are not scale-free: the displacement ``theta - theta_0 = -lr sum_t g_t`` is compared,
+  within ``reassociation_rtol`` of the network's largest displacement (``sgd_tolerances``);
 - the moments an optimiser keeps are computed in one pass from the gradients: relative ``reassociation_rtol``, and
   absolutely that times the tensor's largest entry (an entry near zero is a cancellation, its error is that of the
   tensor's scale: ``state_tolerances``);
@@ -31,9 +33,8 @@ Two runs that do the same arithmetic in a different order (K seeds as one ``badd
 - TRPO's actor step ``coef * sqrt(2 delta / (x^T A x)) x`` with ``A = F + cg_damping I`` (``F`` the Fisher matrix)
   and ``x`` the conjugate-gradient solution of ``A x = g``: its Euclidean length is at most ``sqrt(2 delta /
   cg_damping)`` (``x^T A x >= cg_damping |x|^2``), and its relative error is the condition number ``kappa(A)`` times
-  the relative error of ``g`` and ``A v`` (the perturbation bound of a linear solve, which finite-precision CG
-  attains: Greenbaum, *Iterative Methods for Solving Linear Systems*, 4), doubled for the normalisation by
-  ``x^T A x``. ``trpo_recorder`` measures ``kappa(A)`` of each update (``A`` formed from the update's own
+  the relative error of ``g`` and ``A v`` (the perturbation bound of a linear solve, Higham 7.1; finite-precision CG
+  behaves as exact CG on a nearby problem, Greenbaum 1989), doubled for the normalisation by ``x^T A x``. ``trpo_recorder`` measures ``kappa(A)`` of each update (``A`` formed from the update's own
   Fisher-vector products, in float64) and the step's length; ``trpo_actor_distance`` sums the per-update bounds, a
   Euclidean one, so the actor's parameters are compared as one vector. The line search's accept/reject and shrink
   count are discrete decisions: asserted equal, not bounded.
@@ -43,6 +44,10 @@ Linear bias feeding a BatchRenorm layer gets no true gradient (the batch mean re
 round-off divided by ``sqrt(v) + eps``, up to ``lr`` each whatever the order. The tests remove the chaos rather than
 widen the bound: with ``eps = 1e-4`` such a step is at most ``lr * 2 gamma(n) sum(|t_i|) / eps`` (``sum(|t_i|)`` is a
 gradient-sized ``~1e-2``: ``<= 1e-5 lr`` per step), far inside the bound of the well-conditioned parameters.
+
+A comparison is exact (``rtol = atol = 0``) only where it is exact by construction: the same operations on the same
+tensors in the same order (a resumed run against the uninterrupted one; SB3's and lit_sb3's identical update code),
+or copies; each such test says why.
 
 A wrong seed, a skipped or repeated update or a wrong stream moves parameters by ``~lr`` per update or ``~1e-1``
 overall, above every bound computed here (each test's bound is checked against ``lr`` where it matters).
