@@ -48,6 +48,22 @@ def mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # the developer's machine first. Marked by name: every such test says what it equals, retraces or resumes ("needs
 # equal runs" is a report's input check, not an equivalence).
 _EQUIVALENCE_NAME = re.compile(r"(?<!needs_)equal|retrace|lockstep|resume")
+# equivalence tests whose names say it otherwise (a seed that stops alone while the others equal their separate
+# runs, a batch evaluated or predicting as its members, a kernel against SB3's)
+_EQUIVALENCE_ALSO = frozenset({
+    "test_ppo_target_kl_stops_each_seed_alone",
+    "test_a_seed_whose_loss_turns_nan_stops_alone",
+    "test_diverging_env_masks_its_seed_alone",
+    "test_a_seed_whose_env_turns_nan_stops_alone",
+    "test_ars_diverging_env_masks_its_seed_alone",
+    "test_predict_carries_one_state_per_seed",
+    "test_eval_callback_evaluates_each_seed_as_its_separate_run",
+    "test_fused_adam_matches_sb3_default_adam",
+    "test_fused_adam_matches_default",
+    "test_ensemble_matches_separate_mlps",
+    "test_rollout_gae_matches_sb3",
+    "test_nstep_matches_sb3",
+})  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -55,5 +71,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     resume tests compare bookkeeping of whole CLI runs within one process, not kernels, and stay out of the reruns."""
     for item in items:
         name = item.originalname if isinstance(item, pytest.Function) else item.name
-        if _EQUIVALENCE_NAME.search(name) and not item.path.name.startswith(("test_bench_", "test_report")):
+        named = _EQUIVALENCE_NAME.search(name) or name in _EQUIVALENCE_ALSO
+        if named and not item.path.name.startswith(("test_bench_", "test_report")):
             item.add_marker(pytest.mark.equivalence)

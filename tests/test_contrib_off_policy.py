@@ -4,6 +4,7 @@ the same settings, see benchmarks/bench_contrib_off_policy.py)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import gymnasium as gym
@@ -16,6 +17,14 @@ from lit_sb3.core.evaluation import evaluate_policy
 from lit_sb3.core.types import ReplayBufferSamples
 from lit_sb3.utils.quantiles import quantile_huber_loss
 from tests.test_resume import _assert_same_run, _rng_state
+from tests.tolerances import (
+    longest_reduction,
+    model_tolerances,
+    reassociation_rtol,
+    sgd_tolerances,
+    state_tolerances,
+    widest_fan_in,
+)
 
 sb3_contrib = pytest.importorskip("sb3_contrib")
 
@@ -94,8 +103,11 @@ def test_quantile_huber_loss_equals_sb3_contrib(shape, target_shape, summed):
         theirs = contrib_loss(current, target, sum_over_quantiles=summed)
     (grad_ours,) = th.autograd.grad(ours, current)
     (grad_theirs,) = th.autograd.grad(theirs, current)
-    assert th.allclose(ours, theirs, rtol=1e-6, atol=1e-7)
-    assert th.allclose(grad_ours, grad_theirs, rtol=1e-5, atol=1e-8)
+    # one pass over the pairwise Huber terms, summed in another layout (tests/tolerances.py: reassociation_rtol of
+    # the pairwise tensor's size; the gradient's entries at the scale of its largest)
+    rtol = reassociation_rtol(math.prod(shape) * target_shape[-1])
+    th.testing.assert_close(ours, theirs, **state_tolerances(theirs, rtol))
+    th.testing.assert_close(grad_ours, grad_theirs, **state_tolerances(grad_theirs, rtol))
 
 
 # ------------------------------------------------------------------------------------------------------ QR-DQN
@@ -135,9 +147,10 @@ def test_qrdqn_update_equals_sb3_contrib():
     _feed(contrib, batches)
     for model in (lit, contrib):
         model.train(gradient_steps=5, batch_size=32)
-    assert _lit_logged(lit, "train/loss") == pytest.approx(_contrib_logged(contrib, "train/loss"), rel=1e-5)
+    tol = model_tolerances(lit)  # 5 Adam steps on reassociated gradients (tests/tolerances.py)
+    assert _lit_logged(lit, "train/loss") == pytest.approx(_contrib_logged(contrib, "train/loss"), rel=tol["rtol"])
     for (name, ours), theirs in zip(lit.policy.state_dict().items(), contrib.policy.state_dict().values()):
-        assert th.allclose(ours, theirs, rtol=1e-4, atol=1e-6), name
+        th.testing.assert_close(ours, theirs, msg=name, **tol)
     # the target network follows DQN's cadence in env steps (target_update_interval=2 -> every 2nd step)
     lit._on_step()
     assert not th.equal(lit.quantile_net_target.quantile_net[0].weight, lit.quantile_net.quantile_net[0].weight)
@@ -195,21 +208,24 @@ def test_tqc_update_equals_sb3_contrib():
     lit.log_ent_coef.data.copy_(contrib.log_ent_coef.data)
     # the ensemble critic evaluates like contrib's separate critics
     obs, actions = th.randn(5, 3), th.rand(5, 1) * 2 - 1
-    assert th.allclose(lit.critic(obs, actions), contrib.critic(obs, actions), atol=1e-6)
+    expected = contrib.critic(obs, actions)  # one forward: reassociation_rtol of the widest fan-in
+    th.testing.assert_close(lit.critic(obs, actions), expected, **state_tolerances(expected, reassociation_rtol(
+        widest_fan_in(lit.critic))))  # fmt: skip
     batches = _batches(lit, 4, 32)
     _feed(lit, batches)
     _feed(contrib, batches)
     for model in (lit, contrib):
         th.manual_seed(7)  # the same policy noise for both
         model.train(gradient_steps=4, batch_size=32)
+    tol = model_tolerances(lit)  # 4 Adam steps on reassociated gradients (tests/tolerances.py)
     for key in ("train/critic_loss", "train/actor_loss", "train/ent_coef", "train/ent_coef_loss"):
-        assert _lit_logged(lit, key) == pytest.approx(_contrib_logged(contrib, key), rel=1e-4, abs=1e-6), key
+        assert _lit_logged(lit, key) == pytest.approx(_contrib_logged(contrib, key), rel=tol["rtol"]), key
     reference = type(lit.critic)(**{**lit.policy.critic_kwargs, "features_extractor": lit.critic.features_extractor,
                                     "features_dim": lit.critic.features_dim}, n_quantiles=7)  # fmt: skip
     _copy_from_contrib(reference, contrib.critic)
     for ours, theirs in ((lit.critic, reference), (lit.actor, contrib.actor)):
         for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
-            assert th.allclose(a, b, rtol=1e-4, atol=1e-5), name
+            th.testing.assert_close(a, b, msg=name, **tol)
 
 
 def test_tqc_save_load_round_trip(tmp_path):
@@ -273,24 +289,34 @@ def test_batch_renorm_equals_sb3_contrib():
         ensemble.scale.data[i, 0] = module.scale.data
         ensemble.bias.data[i, 0] = module.bias.data
     single.load_state_dict(theirs[0].state_dict())
+    # batch statistics are means over the 16 rows (the variance a second pass): one pass over sums of 16 terms per
+    # step, and the running statistics, 6 momentum updates of them (tests/tolerances.py: reassociation_rtol; entries
+    # at the scale of the tensor's largest)
+    rtol = reassociation_rtol(16)
     for step in range(6):  # steps 0-2: warm-up; then r and d (shifted, scaled batches push them to the clip)
         x = (th.randn(3, 16, 6, generator=gen) * (1 + 3 * step) + 2 * step).requires_grad_(True)
         expected = th.stack([m(x[i]) for i, m in enumerate(theirs)])
         got = ensemble(x)
-        assert th.allclose(got, expected, rtol=1e-5, atol=1e-5), step
-        assert th.allclose(single(x[0]), expected[0], rtol=1e-5, atol=1e-5), step
+        th.testing.assert_close(got, expected, msg=str(step), **state_tolerances(expected, rtol))
+        th.testing.assert_close(single(x[0]), expected[0], msg=str(step), **state_tolerances(expected[0], rtol))
         (g_expected,) = th.autograd.grad(expected.square().sum(), x)
         (g_got,) = th.autograd.grad(got.square().sum(), x)
-        assert th.allclose(g_got, g_expected, rtol=1e-4, atol=1e-5), step
+        # d sum(y^2) / dx = (scale / sigma) (g - mean(g) - y_hat mean(g y_hat)) with g = 2 y cancels (exactly, were
+        # the bias 0): each entry's error is that of its three terms, up to 3 max|scale| / min(sigma) max|g|
+        terms = (
+            3 * float(ensemble.scale.abs().max()) / float(x.detach().std(dim=1).min()) * float(2 * expected.abs().max())
+        )
+        th.testing.assert_close(g_got, g_expected, msg=str(step), rtol=rtol, atol=rtol * terms)
     for i, module in enumerate(theirs):
-        assert th.allclose(ensemble.ra_mean[i, 0], module.ra_mean, rtol=1e-5, atol=1e-6)
-        assert th.allclose(ensemble.ra_var[i, 0], module.ra_var, rtol=1e-5, atol=1e-6)
+        th.testing.assert_close(ensemble.ra_mean[i, 0], module.ra_mean, **state_tolerances(module.ra_mean, 6 * rtol))
+        th.testing.assert_close(ensemble.ra_var[i, 0], module.ra_var, **state_tolerances(module.ra_var, 6 * rtol))
     assert int(ensemble.steps) == int(theirs[0].steps) == 6
     ensemble.eval()
     for module in theirs:
         module.eval()
     x = th.randn(3, 5, 6, generator=gen)
-    assert th.allclose(ensemble(x), th.stack([m(x[i]) for i, m in enumerate(theirs)]), rtol=1e-5, atol=1e-5)
+    expected = th.stack([m(x[i]) for i, m in enumerate(theirs)])  # the running statistics' error, one more pass
+    th.testing.assert_close(ensemble(x), expected, **state_tolerances(expected, 7 * rtol))
     # the warm-up counter survives a state-dict round trip
     fresh = BatchRenorm(6, warmup_steps=2, n_members=3)
     fresh.load_state_dict(ensemble.state_dict())
@@ -308,6 +334,7 @@ def test_crossq_update_equals_sb3_contrib():
     _copy_from_contrib(lit.actor, contrib.actor)
     _copy_from_contrib(lit.critic, contrib.critic)
     lit.log_ent_coef.data.copy_(contrib.log_ent_coef.data)
+    initial = {name: {k: v.clone() for k, v in getattr(lit, name).state_dict().items()} for name in ("critic", "actor")}
     batches = _batches(lit, 6, 32)
     _feed(lit, batches)
     _feed(contrib, batches)
@@ -315,15 +342,27 @@ def test_crossq_update_equals_sb3_contrib():
         th.manual_seed(7)
         model.train(gradient_steps=6, batch_size=32)
     assert lit._n_updates == contrib._n_updates == 6
+    rtol = reassociation_rtol(longest_reduction(lit))  # one pass over reassociated sums (tests/tolerances.py)
     for key in ("train/critic_loss", "train/actor_loss", "train/ent_coef", "train/ent_coef_loss"):
-        assert _lit_logged(lit, key) == pytest.approx(_contrib_logged(contrib, key), rel=1e-4, abs=1e-6), key
+        assert _lit_logged(lit, key) == pytest.approx(_contrib_logged(contrib, key), rel=rtol), key
     reference = CrossQ("MlpPolicy", seed=1, **CROSSQ_SGD)
     reference.learn(1, env="Pendulum-v1")
     _copy_from_contrib(reference.critic, contrib.critic)
     _copy_from_contrib(reference.actor, contrib.actor)
-    for ours, theirs in ((lit.critic, reference.critic), (lit.actor, reference.actor)):
-        for (name, a), b in zip(ours.state_dict().items(), theirs.state_dict().values()):
-            assert th.allclose(a.float(), b.float(), rtol=1e-4, atol=1e-5), (name, (a.float() - b.float()).abs().max())
+    # SGD steps: parameters by their displacement from the copied start (sgd_tolerances), BatchRenorm's running
+    # statistics as one-pass tensors (state_tolerances); the step counters exactly (tests/tolerances.py)
+    for module, ours, theirs in (("critic", lit.critic, reference.critic), ("actor", lit.actor, reference.actor)):
+        start, mine = initial[module], ours.state_dict()
+        params = {name for name, _ in ours.named_parameters()}
+        moved = {name: b - start[name] for name, b in zip(mine, theirs.state_dict().values()) if name in params}
+        tol = sgd_tolerances(moved, rtol)
+        for name, b in zip(mine, theirs.state_dict().values()):
+            if name in params:
+                th.testing.assert_close(mine[name] - start[name], moved[name], msg=name, **tol)
+            elif b.is_floating_point():
+                th.testing.assert_close(mine[name], b, msg=name, **state_tolerances(b, rtol))
+            else:
+                assert th.equal(mine[name], b), name
 
 
 def test_crossq_save_load_round_trip(tmp_path):

@@ -10,6 +10,7 @@ import torch as th
 from lit_sb3 import DQN, PPO, SAC, RLEnvDataModule, RLTrainer, SeedBatch
 from lit_sb3.core.evaluation import evaluate_policy, evaluate_seeds
 from lit_sb3.vec_env import make_vec_env
+from tests.tolerances import return_rtol
 
 th.set_num_threads(1)
 
@@ -31,9 +32,9 @@ CASES = {
 def test_lockstep_evaluation_equals_each_seeds_own(name: str, tmp_path) -> None:
     """A trained K=3 batch: evaluate_seeds(predict_stacked) on three eval envs gives, seed by seed, the returns and
     lengths that evaluate_policy gives for member(i) on an identically seeded env. The stacked forward is one
-    ``baddbmm`` per layer where the member's is an ``addmm``; at these shapes both give the same floats (the
-    design's measurement: bit for bit on every forward shape tried), so returns agree to float32 rounding of the
-    summed rewards (200 steps: rtol 200 * 2^-24)."""
+    ``baddbmm`` per layer where the member's is an ``addmm``: the same floats on the shapes measured, but not by
+    construction (another kernel may sum in another order), so the lengths (discrete decisions) are compared exactly
+    and the returns at tests/tolerances.py's ``return_rtol`` (continuous actions within reassociation)."""
     cls, env_id, kwargs, steps = CASES[name]
     batch = SeedBatch(cls, seeds=SEEDS, **kwargs)
     trainer = RLTrainer(max_steps=steps, logger=False, enable_progress_bar=False, enable_checkpointing=False,
@@ -49,7 +50,7 @@ def test_lockstep_evaluation_equals_each_seeds_own(name: str, tmp_path) -> None:
         rewards, lengths = evaluate_policy(batch.member(i), make_vec_env(env_id, n_envs=1, seed=100 + seed),
                                            n_eval_episodes=n_episodes, return_episode_rewards=True)  # fmt: skip
         assert together[i][1] == lengths
-        np.testing.assert_allclose(together[i][0], rewards, rtol=200 * 2.0**-24)
+        np.testing.assert_allclose(together[i][0], rewards, rtol=return_rtol(batch.member(i)))
     # the seeds are different policies: their evaluations differ
     assert len({tuple(r) for r, _ in together}) == len(SEEDS)
 
