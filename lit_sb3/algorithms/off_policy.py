@@ -43,8 +43,8 @@ from gymnasium import spaces
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.her.goal_selection_strategy import GoalSelectionStrategy
 from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
-from lit_sb3.algorithms.on_policy import _all_finite, _copy_obs, _set_obs, obs_as_tensor
-from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
+from lit_sb3.algorithms.on_policy import obs_as_tensor
+from lit_sb3.algorithms.seed_dim import SeedDimensionMixin, _all_finite, _copy_obs, _set_obs
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
 from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
 from lit_sb3.buffers.replay import ReplayBuffer
