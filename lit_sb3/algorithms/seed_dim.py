@@ -25,8 +25,8 @@ What it offers (read this to give an algorithm family batching; the off-policy f
     the resumed fit starts (:meth:`_apply_pending_rl_state`).
 
   A family's one collection loop serves K >= 1 seeds: it steps the envs through :meth:`_step_envs` (K = 1: the
-  env's own ``step``) and keeps episode statistics through :meth:`_update_seed_info`, and stores into its storage
-  with a leading K (see ``off_policy.py``); an algorithm writes its update once with per-seed
+  env's own ``step``) and counts episodes through :meth:`_update_seed_info` and :meth:`_count_episode`, and stores
+  into its storage with a leading K (see ``off_policy.py``); an algorithm writes its update once with per-seed
   reductions (:mod:`lit_sb3.policies.seed_stack`).
 
 Tensor convention: at K = 1 the update's tensors are the single-seed ones (no leading dim: every network kind
@@ -582,6 +582,25 @@ class SeedDimensionMixin:
         """Each seed's episode statistics (``[ep_info_buffer]`` at K = 1)."""
         state = self._seed_state
         return [self.ep_info_buffer] if state is None else state.ep_info_buffers  # type: ignore[list-item]
+
+    @property
+    def _ep_success_buffers(self) -> list[deque]:
+        """Each seed's episode successes (``[ep_success_buffer]`` at K = 1)."""
+        state = self._seed_state
+        return [self.ep_success_buffer] if state is None else state.ep_success_buffers  # type: ignore[list-item]
+
+    def _count_episode(self, i: int) -> int:
+        """Count one more finished episode of seed index i; returns its episode count (SB3's ``_episode_num``).
+
+        Args:
+            i: seed index.
+        """
+        state = self._seed_state
+        if state is None:
+            self._episode_num += 1  # type: ignore[attr-defined]
+            return self._episode_num  # type: ignore[attr-defined]
+        state.episode_nums[i] += 1
+        return state.episode_nums[i]
 
     # ------------------------------------------------------------------
     # Per-seed logging
