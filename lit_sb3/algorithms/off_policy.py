@@ -652,11 +652,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         """
         box = isinstance(self.action_space, spaces.Box)
         if self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup):
-            unscaled_action = np.stack(
-                [np.array([m.action_space.sample() for _ in range(n_envs)]) for m in self.members]
-            )
             if self.n_seeds == 1:
-                unscaled_action = unscaled_action[0]
+                unscaled_action = np.array([self.action_space.sample() for _ in range(n_envs)])
+            else:  # each seed's own seeded action space
+                unscaled_action = np.array([[m.action_space.sample() for _ in range(n_envs)] for m in self.members])
             if not box:
                 return unscaled_action, unscaled_action
             scaled_action = self.policy.scale_action(unscaled_action)
@@ -866,11 +865,13 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._update_seed_info(infos, dones)
             self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
             self._on_step()
-            episodes = self._end_episodes(dones, action_noise, log_interval, n_envs)
-            num_collected_episodes += int(episodes.sum())
+            if dones.any():
+                episodes = self._end_episodes(dones, action_noise, log_interval, n_envs)
+                num_collected_episodes += int(episodes.sum())
+                if seed_cycles is not None:
+                    seed_cycles[1] += episodes
             if seed_cycles is not None:
                 seed_cycles[0] += live
-                seed_cycles[1] += episodes
             if self._stop_requested:  # every seed has failed
                 return RolloutReturn(num_collected_steps * n_envs, num_collected_episodes, continue_training=False)
 
@@ -910,8 +911,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         seed_dones = [dones] if single else dones
         noises = [action_noise] if single else [m.action_noise for m in self.members]  # type: ignore[attr-defined]
         ended = np.zeros(self.n_seeds, dtype=np.int64)
-        if not dones.any():
-            return ended
         for i in [0] if single else self.active_seeds:
             for j in np.flatnonzero(seed_dones[i]):
                 ended[i] += 1

@@ -359,6 +359,8 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             dones: the step's dones.
             infos: the step's infos (K > 1: one list per seed).
         """
+        if not dones.any():
+            return
         single = self.n_seeds == 1
         seed_infos, seed_dones = ([infos], [dones]) if single else (infos, dones)
         where = [
