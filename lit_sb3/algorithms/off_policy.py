@@ -43,8 +43,8 @@ from gymnasium import spaces
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.her.goal_selection_strategy import GoalSelectionStrategy
 from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
-from lit_sb3.algorithms.on_policy import _all_finite, _copy_obs, _set_obs, obs_as_tensor
-from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
+from lit_sb3.algorithms.on_policy import obs_as_tensor
+from lit_sb3.algorithms.seed_dim import SeedDimensionMixin, _all_finite, _copy_obs, _set_obs
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
 from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
 from lit_sb3.buffers.replay import ReplayBuffer
@@ -497,21 +497,17 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         stays open: its update runs when it completes, in the next ``training_step`` or in a continued fit
         (``ckpt_path=`` or ``learn(reset_num_timesteps=False)``), so that stopping at any env step and continuing
         gives the same run as not stopping. Under ``fast_dev_run`` the update also runs during the warm-up.
+        One loop for K >= 1 seeds (K > 1: every live seed's env in lockstep, see :meth:`collect_rollouts`).
         """
         del batch, batch_idx
-        if self._seed_state is not None:
-            self._run_seed_cycles()
-            self._apply_finite_checks()
-            self._restore_failed()
-            return None
-        env, callback, replay_buffer = self.env, self._rl_callback, self.replay_buffer
-        assert env is not None and callback is not None and replay_buffer is not None
+        callback, replay_buffer = self._rl_callback, self.replay_buffer
+        assert callback is not None and replay_buffer is not None
         assert isinstance(self.train_freq, TrainFreq)
         single_cycle = self.fit_context is not None and self.fit_context.single_cycle
         collected = 0
         while True:
             rollout = self.collect_rollouts(
-                env,
+                self.env,  # None for K > 1 seeds: their envs are self.envs
                 callback=callback,
                 train_freq=self.train_freq,
                 replay_buffer=replay_buffer,
@@ -521,17 +517,55 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             )
             if not rollout.continue_training:
                 self._stop_requested = True
-                return None
+                break
             if self._cycle_open:
-                return None  # stopped inside the cycle: its update waits until the cycle is complete
+                break  # stopped inside the cycle: its update waits until the cycle is complete
             collected += rollout.episode_timesteps
-            if self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle):
-                gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else rollout.episode_timesteps
-                if gradient_steps > 0:
-                    self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+            warm = self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle)
+            self._update_after_cycle(rollout.episode_timesteps, warm)
             self._end_cycle()
-            if self._should_end_training_step(collected):
-                return None
+            if self._stop_requested or self._should_end_training_step(collected):
+                break
+        self._apply_finite_checks()  # K > 1: seeds whose update was not finite are masked from now on
+        self._restore_failed()
+
+    def _update_after_cycle(self, cycle_timesteps: int, warm: bool) -> None:
+        """The update of a completed cycle: ``gradient_steps`` steps (``-1``: as many as env steps collected) once
+        warm. With seeds on their own cycles (:attr:`_own_seed_cycles`), only the seeds whose cycle completed take
+        it (grouped by their number of gradient steps), and their cycles restart.
+
+        Args:
+            cycle_timesteps: env steps collected in the cycle (per seed).
+            warm: whether the warm-up is over (or ``fast_dev_run`` runs the update anyway).
+        """
+        cycles = self._own_seed_cycles
+        if cycles is None:
+            gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else cycle_timesteps
+            if warm and gradient_steps > 0:
+                self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
+                self._restore_failed()
+            return
+        ended = self._ended_seed_cycles()
+        if warm:
+            n_envs, k = self.n_envs, self.n_seeds
+            steps = cycles[0] * n_envs if self.gradient_steps < 0 else np.full(k, self.gradient_steps)
+            for gradient_steps in np.unique(steps[ended]):
+                if gradient_steps > 0:
+                    self._train_seeds(ended & (steps == gradient_steps), int(gradient_steps))
+        cycles[:, ended] = 0
+
+    @property
+    def _own_seed_cycles(self) -> np.ndarray | None:
+        """K > 1 with ``train_freq`` in episodes: each seed's steps and episodes ``[2, K]`` in its own cycle (each
+        seed updates when its own episodes complete a cycle, the others sit out); None otherwise."""
+        return self.__dict__.get("_seed_cycles") if self._seed_state is not None else None
+
+    def _ended_seed_cycles(self) -> np.ndarray:
+        """Host ``[K]`` bool of the live seeds whose own cycle is complete (:attr:`_own_seed_cycles`)."""
+        cycles = self._own_seed_cycles
+        assert cycles is not None and isinstance(self.train_freq, TrainFreq)
+        live = np.array([i not in self.failed for i in range(self.n_seeds)])
+        return live & (cycles[1] >= self.train_freq.frequency)
 
     def _update_step(self) -> Any:
         """The callable that runs one gradient step (``self._gradient_step``): the method itself, or with
@@ -608,16 +642,20 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         n_envs: int = 1,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Action to take and action to store: uniform random during the warm-up, else the policy's
-        (plus ``action_noise`` on the [-1, 1] scale for Box spaces).
+        (plus ``action_noise`` on the [-1, 1] scale for Box spaces). K > 1 seeds: ``[K, n_envs, ...]``, each seed
+        sampling from its own seeded action space, its own noise drawing from its own numpy stream.
 
         Args:
             learning_starts: warm-up length in env steps.
-            action_noise: exploration noise (Box actions).
-            n_envs: number of envs.
+            action_noise: exploration noise (Box actions; K > 1: each member's own).
+            n_envs: number of envs (per seed).
         """
         box = isinstance(self.action_space, spaces.Box)
         if self.num_timesteps < learning_starts and not (self.use_sde and self.use_sde_at_warmup):
-            unscaled_action = np.array([self.action_space.sample() for _ in range(n_envs)])
+            if self.n_seeds == 1:
+                unscaled_action = np.array([self.action_space.sample() for _ in range(n_envs)])
+            else:  # each seed's own seeded action space
+                unscaled_action = np.array([[m.action_space.sample() for _ in range(n_envs)] for m in self.members])
             if not box:
                 return unscaled_action, unscaled_action
             scaled_action = self.policy.scale_action(unscaled_action)
@@ -626,9 +664,38 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             scaled_action = self._policy_actions(self._last_obs)
             if not box:
                 return scaled_action, scaled_action
-        if action_noise is not None:
-            scaled_action = np.clip(scaled_action + action_noise(), -1, 1)
+        if self.n_seeds == 1:
+            if action_noise is not None:
+                scaled_action = np.clip(scaled_action + action_noise(), -1, 1)
+        else:
+            scaled_action = self._add_seed_noise(scaled_action)
         return self.policy.unscale_action(scaled_action), scaled_action
+
+    def _add_seed_noise(self, scaled: np.ndarray) -> np.ndarray:
+        """K > 1: each seed's action noise added to its scaled actions (seed i's noise drawing from seed i's numpy
+        stream: what its separate run draws from the global one); a seed whose actions are not finite (its networks
+        diverged) is failed, naming the loss that did it when there is one.
+
+        Args:
+            scaled: the seeds' actions on the [-1, 1] scale, ``[K, n_envs, ...]``.
+        """
+        state = self._seed_state
+        assert state is not None
+        noises = [m.action_noise for m in state.members]  # type: ignore[attr-defined]
+        if any(n is not None for n in noises):
+            for noise, rng in zip(noises, state.np_rngs):
+                if noise is not None and noise.rng is not rng:
+                    noise.rng = rng
+            scaled = np.stack([np.clip(a + n(), -1, 1) if n is not None else a for a, n in zip(scaled, noises)]).astype(
+                scaled.dtype, copy=False
+            )
+        finite = np.isfinite(scaled.reshape(self.n_seeds, -1)).all(1)
+        if not finite.all():
+            self._apply_finite_checks()
+            for i in np.flatnonzero(~finite):
+                if int(i) not in self.failed:
+                    self.fail_seed(int(i), f"diverged: non-finite action at step {self.num_timesteps + self.n_envs}")
+        return scaled
 
     def _store_transition(
         self,
@@ -650,6 +717,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             dones: episode ends.
             infos: step infos (``terminal_observation``, ``TimeLimit.truncated``).
         """
+        if self.n_seeds > 1:
+            return self._store_seed_transitions(replay_buffer, buffer_action, new_obs, reward, dones, infos)
         vec_normalize = self._vec_normalize_env
         if vec_normalize is not None:
             new_obs_ = vec_normalize.get_original_obs()
@@ -678,9 +747,67 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if vec_normalize is not None:
             self._last_original_obs = new_obs_
 
+    def _store_seed_transitions(
+        self,
+        storage: ReplayBuffer,
+        buffer_actions: np.ndarray,
+        new_obs: np.ndarray | dict[str, np.ndarray],
+        rewards: np.ndarray,
+        dones: np.ndarray,
+        infos: list[list[dict[str, Any]]],
+    ) -> None:
+        """K > 1: :meth:`_store_transition` of every seed at once into the K-seed storage (``[K, n_envs, ...]``):
+        each seed's original observations and rewards (its own VecNormalize), terminal observations, and the
+        time-outs folded into the stored dones. A live seed whose original reward or observation is not finite is
+        failed before anything is stored for it (its columns are unused).
+
+        Args:
+            storage: the :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer`.
+            buffer_actions: actions to store (scaled to [-1, 1] for Box spaces), ``[K, n_envs, ...]``.
+            new_obs: observations from the envs' step.
+            rewards: rewards from the envs' step ``[K, n_envs]``.
+            dones: episode ends ``[K, n_envs]``.
+            infos: each seed's step infos.
+        """
+        state, last_obs = self._seed_state, self._last_obs
+        assert state is not None and isinstance(storage, SeedReplayBuffer) and last_obs is not None
+        original_obs = self._last_original_obs if self._last_original_obs is not None else last_obs
+        next_obs = _copy_obs(new_obs)
+        next_original = _copy_obs(original_obs) if self._last_original_obs is not None else None
+        raw_rewards = np.array(rewards, dtype=np.float32)
+        stored_dones = np.array(dones, dtype=np.float32)
+        timeouts = np.zeros_like(stored_dones)
+        live = self.active_seeds
+        for i in live:
+            vec_normalize = state.normalizers[i]
+            if vec_normalize is not None:
+                raw_obs = vec_normalize.get_original_obs()
+                raw_rewards[i] = vec_normalize.get_original_reward()
+                _set_obs(next_obs, i, raw_obs)
+                if next_original is not None:
+                    _set_obs(next_original, i, raw_obs)
+            for j in np.flatnonzero(dones[i]):
+                terminal = infos[i][j].get("terminal_observation")
+                if terminal is not None:
+                    raw = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
+                    _set_obs(next_obs, (i, j), raw)
+                if infos[i][j].get("TimeLimit.truncated", False):
+                    timeouts[i, j] = 1.0
+                    if storage.handle_timeout_termination:
+                        stored_dones[i, j] = 0.0  # a timeout is not a terminal state
+        for i in live:
+            bad_reward = not np.isfinite(raw_rewards[i]).all()
+            if bad_reward or not _all_finite(next_obs, i):
+                what = "reward" if bad_reward else "observation"
+                self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
+        storage.add(original_obs, next_obs, buffer_actions, raw_rewards, stored_dones, timeouts, infos)
+        self._last_obs = new_obs
+        if next_original is not None:
+            self._last_original_obs = next_original
+
     def collect_rollouts(
         self,
-        env: VecEnv,
+        env: VecEnv | None,
         callback: BaseCallback,
         train_freq: TrainFreq,
         replay_buffer: ReplayBuffer,
@@ -690,17 +817,23 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     ) -> RolloutReturn:
         """Collect ``train_freq`` steps or episodes into ``replay_buffer`` (stops early at the env-step budget).
 
+        One loop for K >= 1 seeds: K = 1 steps ``env`` as SB3 does; K > 1 steps every live seed's VecEnv
+        (:attr:`envs`) in lockstep, one forward pass acting for all seeds (``[K, n_envs, ...]``), all K transitions
+        stored at once. With ``train_freq`` in episodes, K > 1 seeds keep their own cycles
+        (:attr:`_own_seed_cycles`): collection stops at the step that completes some live seed's cycle.
+
         Args:
-            env: the training VecEnv.
+            env: the training VecEnv (None for K > 1 seeds: their envs are :attr:`envs`).
             callback: called after every env step (``False`` stops training).
             train_freq: how much to collect.
             replay_buffer: where transitions go.
-            action_noise: exploration noise.
+            action_noise: exploration noise (K > 1: each member's own).
             learning_starts: warm-up length (uniform random actions before it).
-            log_interval: dump logs every ``log_interval`` episodes.
+            log_interval: dump logs every ``log_interval`` episodes (of each seed).
         """
         self._set_policy_training_mode(False)
-        n_envs = env.num_envs
+        n_envs = self.n_envs if env is None else env.num_envs
+        seed_cycles = self._own_seed_cycles
         context = self.fit_context
         cadences = () if context is None else context.env_step_cadences
         if self._cycle_open:  # continue the cycle that a budget end or a step boundary interrupted
@@ -708,16 +841,18 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             self._cycle_open = False
         else:
             num_collected_steps, num_collected_episodes = 0, 0
-            if self.use_sde:
+            if self.use_sde and seed_cycles is None:  # K > 1: each seed's matrices from its own stream
                 self.actor.reset_noise(n_envs)  # type: ignore[operator]
             callback.on_rollout_start()
         continue_training = True
-        while should_collect_more_steps(train_freq, num_collected_steps, num_collected_episodes):
-            if self.use_sde and self.sde_sample_freq > 0 and num_collected_steps % self.sde_sample_freq == 0:
+        while self._collect_more(train_freq, num_collected_steps, num_collected_episodes):
+            if self.use_sde and seed_cycles is not None:
+                self._reset_seed_noise(seed_cycles[0])
+            elif self.use_sde and self.sde_sample_freq > 0 and num_collected_steps % self.sde_sample_freq == 0:
                 self.actor.reset_noise(n_envs)  # type: ignore[operator]
-
+            live = None if seed_cycles is None else np.array([i not in self.failed for i in range(self.n_seeds)])
             actions, buffer_actions = self._sample_action(learning_starts, action_noise, n_envs)
-            new_obs, rewards, dones, infos = env.step(actions)
+            new_obs, rewards, dones, infos = self._step_envs(env, actions)
             self.num_timesteps += n_envs
             num_collected_steps += 1
             budget_reached = self._has_reached_rl_budget()
@@ -726,25 +861,24 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             if not callback.on_step() and not budget_reached:
                 return RolloutReturn(num_collected_steps * n_envs, num_collected_episodes, continue_training=False)
 
-            self._update_info_buffer(infos, dones)
             self._store_transition(replay_buffer, buffer_actions, new_obs, rewards, dones, infos)  # type: ignore[arg-type]
+            self._update_seed_info(infos, dones)
             self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
             self._on_step()
-
             if dones.any():
-                for idx in np.flatnonzero(dones):
-                    num_collected_episodes += 1
-                    self._episode_num += 1
-                    if action_noise is not None:
-                        kwargs = {"indices": [int(idx)]} if n_envs > 1 else {}
-                        action_noise.reset(**kwargs)
-                    if log_interval is not None and log_interval > 0 and self._episode_num % log_interval == 0:
-                        self.dump_logs()
+                episodes = self._end_episodes(dones, action_noise, log_interval, n_envs)
+                num_collected_episodes += int(episodes.sum())
+                if seed_cycles is not None:
+                    seed_cycles[1] += episodes
+            if seed_cycles is not None:
+                seed_cycles[0] += live
+            if self._stop_requested:  # every seed has failed
+                return RolloutReturn(num_collected_steps * n_envs, num_collected_episodes, continue_training=False)
 
             if cadences and context.crossed_env_step_boundary(self.num_timesteps - n_envs, self.num_timesteps):
                 context.request_boundary()
             if budget_reached or (context is not None and context.boundary_requested):
-                if should_collect_more_steps(train_freq, num_collected_steps, num_collected_episodes):
+                if self._collect_more(train_freq, num_collected_steps, num_collected_episodes):
                     # the cycle is unfinished: keep its counts; it continues in the next training_step / fit
                     self._cycle_open = True
                     self._cycle_steps, self._cycle_episodes = num_collected_steps, num_collected_episodes
@@ -754,66 +888,76 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         callback.on_rollout_end()
         return RolloutReturn(num_collected_steps * n_envs, num_collected_episodes, continue_training)
 
+    def _collect_more(self, train_freq: TrainFreq, steps: int, episodes: int) -> bool:
+        """Whether the cycle goes on: SB3's ``should_collect_more_steps``; with seeds on their own cycles, until
+        some live seed's cycle is complete."""
+        if self._own_seed_cycles is None:
+            return should_collect_more_steps(train_freq, steps, episodes)
+        return not self._ended_seed_cycles().any()
+
+    def _end_episodes(
+        self, dones: np.ndarray, action_noise: ActionNoise | None, log_interval: int | None, n_envs: int
+    ) -> np.ndarray:
+        """Each live seed's episodes that ended at this step: counted, their env's action noise reset, the seed's
+        logs dumped every ``log_interval`` of its episodes. Returns the ended episodes per seed ``[K]``.
+
+        Args:
+            dones: the step's dones (K > 1: ``[K, n_envs]``).
+            action_noise: the noise (K = 1; K > 1 seeds have their members' own).
+            log_interval: dump every this many episodes.
+            n_envs: envs per seed.
+        """
+        single = self.n_seeds == 1
+        seed_dones = [dones] if single else dones
+        noises = [action_noise] if single else [m.action_noise for m in self.members]  # type: ignore[attr-defined]
+        ended = np.zeros(self.n_seeds, dtype=np.int64)
+        for i in [0] if single else self.active_seeds:
+            for j in np.flatnonzero(seed_dones[i]):
+                ended[i] += 1
+                episode = self._count_episode(i)
+                if noises[i] is not None:
+                    noises[i].reset(**({"indices": [int(j)]} if n_envs > 1 else {}))
+                if log_interval is not None and log_interval > 0 and episode % log_interval == 0:
+                    self.dump_logs(i)
+        return ended
+
     def _on_step(self) -> None:
         """Called after each env step; override for per-step work (e.g. DQN's target update)."""
 
-    def dump_logs(self) -> None:
-        """Send time/rollout metrics and the buffered train metrics to the loggers (step = env steps)."""
-        assert self.ep_info_buffer is not None and self.ep_success_buffer is not None
+    def dump_logs(self, i: int = 0) -> None:
+        """Send time/rollout metrics and the buffered train metrics to the loggers (step = env steps); K > 1: seed
+        index i's (its separate run's ``dump_logs``), as ``seed{i}/<key>``.
+
+        Args:
+            i: seed index.
+        """
+        state = self._seed_state
+        infos, successes = self._ep_info_buffers[i], self._ep_success_buffers[i]
+        assert infos is not None and successes is not None
         time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
         fps = int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed)
         metrics: dict[str, Any] = {
-            "time/episodes": self._episode_num,
+            "time/episodes": self._episode_num if state is None else state.episode_nums[i],
             "time/fps": fps,
             "time/time_elapsed": int(time_elapsed),
             "time/total_timesteps": self.num_timesteps,
         }
-        if len(self.ep_info_buffer) > 0 and len(self.ep_info_buffer[0]) > 0:
-            metrics["rollout/ep_rew_mean"] = safe_mean([ep_info["r"] for ep_info in self.ep_info_buffer])
-            metrics["rollout/ep_len_mean"] = safe_mean([ep_info["l"] for ep_info in self.ep_info_buffer])
+        if len(infos) > 0 and len(infos[0]) > 0:
+            metrics["rollout/ep_rew_mean"] = safe_mean([ep_info["r"] for ep_info in infos])
+            metrics["rollout/ep_len_mean"] = safe_mean([ep_info["l"] for ep_info in infos])
         if self.use_sde:
-            metrics["train/std"] = self.actor.get_std().detach().mean()  # type: ignore[operator]
-        if len(self.ep_success_buffer) > 0:
-            metrics["rollout/success_rate"] = safe_mean(self.ep_success_buffer)
-        self.log_metrics(metrics, step=self.num_timesteps)
+            std = self.actor.get_std().detach()  # type: ignore[operator]
+            metrics["train/std"] = std.mean() if state is None else std[i].mean()
+        if len(successes) > 0:
+            metrics["rollout/success_rate"] = safe_mean(successes)
+        if state is None:
+            self.log_metrics(metrics, step=self.num_timesteps)
+        else:
+            self.dump_seed_logs(i, metrics)
 
     # ------------------------------------------------------------------
-    # K > 1 seeds: lockstep collection into one storage (K = 1 never comes here)
+    # K > 1 seeds: seeds on their own update schedules
     # ------------------------------------------------------------------
-
-    def _run_seed_episode_cycles(self) -> None:
-        """``train_freq`` in episodes: lockstep env steps; each seed's cycle ends when its own episodes reach the
-        frequency, and then that seed (alone, or with the seeds whose cycles end on the same step) runs its
-        updates, as its separate run does, while the others sit out."""
-        state = self._seed_state
-        assert state is not None and isinstance(self.train_freq, TrainFreq)
-        single_cycle = self.fit_context is not None and self.fit_context.single_cycle
-        cycles, collected = self._seed_cycles, 0
-        while True:
-            episodes_before = np.array(state.episode_nums)
-            live = np.array([i not in self.failed for i in range(self.n_seeds)])
-            _, stop = self._collect_seed_steps(1, cycles[0])
-            if stop:
-                self._stop_requested = True
-                return None
-            cycles[0] += live
-            cycles[1] += np.array(state.episode_nums) - episodes_before
-            ended = live & (cycles[1] >= self.train_freq.frequency)
-            if ended.any():
-                if self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle):
-                    steps = (
-                        cycles[0] * self.n_envs
-                        if self.gradient_steps < 0
-                        else np.full(self.n_seeds, self.gradient_steps)
-                    )
-                    for gradient_steps in np.unique(steps[ended]):
-                        if gradient_steps > 0:
-                            self._train_seeds(ended & (steps == gradient_steps), int(gradient_steps))
-                cycles[:, ended] = 0
-                self._end_cycle()
-            collected += self.n_envs
-            if self._stop_requested or self._should_end_training_step(collected):
-                return None
 
     def _train_seeds(self, taking: np.ndarray, gradient_steps: int) -> None:
         """``train(gradient_steps)`` for the seeds where ``taking`` is True; the others sit out: they draw nothing
@@ -842,81 +986,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                     for i in np.flatnonzero(~taking):
                         link.stacked.view(k, -1)[i].copy_(value.view(k, -1)[i])
         self._restore_failed()
-
-    def _run_seed_cycles(self) -> None:
-        """Collect/update cycles of K seeds (``train_freq`` lockstep env steps, then ``gradient_steps`` updates)
-        until ``min_env_steps_per_training_step`` env steps, the budget, a stop or a step boundary."""
-        assert isinstance(self.train_freq, TrainFreq)
-        if self.train_freq.unit == TrainFrequencyUnit.EPISODE:
-            return self._run_seed_episode_cycles()
-        single_cycle = self.fit_context is not None and self.fit_context.single_cycle
-        collected = 0
-        while True:
-            steps, stop = self._collect_seed_steps(self.train_freq.frequency)
-            if stop:
-                self._stop_requested = True
-                return None
-            if self._cycle_open:
-                return None
-            collected += steps * self.n_envs
-            if self.num_timesteps > 0 and (self.num_timesteps > self.learning_starts or single_cycle):
-                gradient_steps = self.gradient_steps if self.gradient_steps >= 0 else steps * self.n_envs
-                if gradient_steps > 0:
-                    self.train(gradient_steps=gradient_steps, batch_size=self.batch_size)
-                    self._restore_failed()
-            self._end_cycle()
-            if self._stop_requested or self._should_end_training_step(collected):
-                return None
-
-    def _collect_seed_steps(self, n_steps: int, seed_cycle_steps: np.ndarray | None = None) -> tuple[int, bool]:
-        """Step every live seed's env up to ``n_steps`` times; returns (steps of this cycle, stop requested).
-
-        Args:
-            n_steps: steps of the (lockstep) cycle.
-            seed_cycle_steps: ``train_freq`` in episodes (one step at a time): each seed's steps so far in its own
-                cycle, which time its gSDE redraws (None: the seeds share the cycle).
-        """
-        callback = self._rl_callback
-        assert callback is not None
-        context = self.fit_context
-        cadences = () if context is None else context.env_step_cadences
-        if self._cycle_open:
-            steps = self._cycle_steps
-            self._cycle_open = False
-        else:
-            steps = 0
-            if self.use_sde and seed_cycle_steps is None:
-                # each seed's exploration matrices from its own stream, as collect_rollouts draws them
-                self.actor.reset_noise(self.n_envs)  # type: ignore[operator]
-            callback.on_rollout_start()
-        self._set_policy_training_mode(False)
-        n_envs = self.n_envs
-        while steps < n_steps:
-            if self.use_sde and seed_cycle_steps is not None:
-                self._reset_seed_noise(seed_cycle_steps)
-            elif self.use_sde and self.sde_sample_freq > 0 and steps % self.sde_sample_freq == 0:
-                self.actor.reset_noise(n_envs)  # type: ignore[operator]
-            actions, buffer_actions = self._sample_seed_actions()
-            self.num_timesteps += n_envs
-            self._step_seed_envs(actions, buffer_actions)
-            steps += 1
-            budget_reached = self._has_reached_rl_budget()
-            callback.update_locals(locals())
-            if not callback.on_step() and not budget_reached:
-                return steps, True
-            self._update_current_progress_remaining(self.num_timesteps, self._total_timesteps)
-            self._on_step()
-            if self._stop_requested:
-                return steps, True
-            if cadences and context.crossed_env_step_boundary(self.num_timesteps - n_envs, self.num_timesteps):
-                context.request_boundary()
-            if budget_reached or (context is not None and context.boundary_requested):
-                if steps < n_steps:
-                    self._cycle_open, self._cycle_steps = True, steps
-                    return steps, False
-                break
-        callback.on_rollout_end()
-        return steps, False
 
     def _reset_seed_noise(self, cycle_steps: np.ndarray) -> None:
         """gSDE with per-seed cycles: redraw the exploration matrices of the seeds whose own cycle starts now and
@@ -949,123 +1018,6 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             yield
         finally:
             generators[:] = saved
-
-    def _sample_seed_actions(self) -> tuple[np.ndarray, np.ndarray]:
-        """Actions to take and to store for every seed ``[K, n_envs, ...]``: uniform random (each seed's own
-        seeded action space) during the warm-up, else the stacked policy's, plus each seed's action noise."""
-        box = isinstance(self.action_space, spaces.Box)
-        members = self.members
-        if self.num_timesteps < self.learning_starts and not (self.use_sde and self.use_sde_at_warmup):
-            unscaled = np.stack([np.array([m.action_space.sample() for _ in range(self.n_envs)]) for m in members])
-            if not box:
-                return unscaled, unscaled
-            scaled = self.policy.scale_action(unscaled)
-        else:
-            scaled = self._policy_actions(self._last_obs)  # type: ignore[arg-type]
-            if not box:
-                return scaled, scaled
-        noises = [m.action_noise for m in members]  # type: ignore[attr-defined]
-        if any(n is not None for n in noises):
-            # seed i's noise draws from seed i's numpy stream: what its separate run draws from the global one
-            for noise, rng in zip(noises, self._seed_state.np_rngs):  # type: ignore[union-attr]
-                if noise is not None and noise.rng is not rng:
-                    noise.rng = rng
-            scaled = np.stack([np.clip(a + n(), -1, 1) if n is not None else a for a, n in zip(scaled, noises)]).astype(
-                scaled.dtype, copy=False
-            )
-        return self.policy.unscale_action(scaled), scaled
-
-    def _step_seed_envs(self, actions: np.ndarray, buffer_actions: np.ndarray) -> None:
-        """Step each live seed's env, check its rewards/observations, store all K transitions at once."""
-        state, storage, last_obs = self._seed_state, self.replay_buffer, self._last_obs
-        assert state is not None and isinstance(storage, SeedReplayBuffer) and last_obs is not None
-        k = self.n_seeds
-        new_obs, next_obs = _copy_obs(last_obs), _copy_obs(last_obs)
-        original_obs = self._last_original_obs if self._last_original_obs is not None else last_obs
-        next_original = _copy_obs(original_obs)
-        rewards = np.zeros((k, self.n_envs), dtype=np.float32)
-        dones = np.zeros((k, self.n_envs), dtype=np.float32)
-        timeouts = np.zeros((k, self.n_envs), dtype=np.float32)
-        step_infos: list[list[dict[str, Any]]] = [[{}] * self.n_envs] * k  # (a seed not stepped: empty infos)
-        if isinstance(self.action_space, spaces.Box):
-            finite = np.isfinite(buffer_actions.reshape(k, -1)).all(1)
-            if not finite.all():  # a seed's networks diverged: name the loss that did it when there is one
-                self._apply_finite_checks()
-                for i in np.flatnonzero(~finite):
-                    if int(i) not in self.failed:
-                        self.fail_seed(int(i), f"diverged: non-finite action at step {self.num_timesteps}")
-        stepped = []
-        for i in self.active_seeds:
-            step = self._step_seed_env(i, state.envs[i], actions[i], self.num_timesteps)  # counted, as for NaN
-            if step is None:  # the env raised: seed i failed alone, its step left out (as a non-finite reward)
-                continue
-            obs_i, reward_i, done_i, infos = step
-            vec_normalize = state.normalizers[i]
-            if vec_normalize is not None:
-                raw_obs, raw_reward = vec_normalize.get_original_obs(), vec_normalize.get_original_reward()
-            else:
-                raw_obs, raw_reward = obs_i, reward_i
-            _set_obs(new_obs, i, obs_i)
-            _set_obs(next_obs, i, raw_obs)
-            _set_obs(next_original, i, raw_obs)
-            rewards[i] = raw_reward
-            step_infos[i] = infos
-            if done_i.any():
-                dones[i] = done_i
-                noise = state.members[i].action_noise  # type: ignore[attr-defined]
-                for j in np.flatnonzero(done_i):
-                    terminal = infos[j].get("terminal_observation")
-                    if terminal is not None:
-                        raw = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
-                        _set_obs(next_obs, (i, j), raw)
-                    if infos[j].get("TimeLimit.truncated", False):
-                        timeouts[i, j] = 1.0
-                        if storage.handle_timeout_termination:
-                            dones[i, j] = 0.0  # a timeout is not a terminal state
-                    if noise is not None:
-                        noise.reset(**({"indices": [int(j)]} if self.n_envs > 1 else {}))
-            stepped.append((i, infos, done_i))
-        # non-finite rewards or observations from an env: that seed is masked before anything is stored
-        bad_reward = ~np.isfinite(rewards).all(1)
-        if isinstance(next_obs, dict):
-            bad_obs = np.array([not _all_finite(next_obs, i) for i in range(k)])
-        else:
-            bad_obs = ~np.isfinite(next_obs.reshape(k, -1)).all(1)
-        for i, infos, done_i in stepped:
-            if bad_reward[i] or bad_obs[i]:
-                what = "reward" if bad_reward[i] else "observation"
-                self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
-                continue
-            self._update_seed_info_buffers(i, infos, done_i)
-            for _ in range(int(done_i.sum())):
-                state.episode_nums[i] += 1
-                if self._log_interval and state.episode_nums[i] % self._log_interval == 0:
-                    self._dump_seed(i)
-        storage.add(original_obs, next_obs, buffer_actions, rewards, dones, timeouts, step_infos)
-        self._last_obs = new_obs
-        if self._last_original_obs is not None:
-            self._last_original_obs = next_original
-
-    def _dump_seed(self, i: int) -> None:
-        """Seed index i's time/rollout metrics and its buffered train metrics (its separate run's ``dump_logs``)."""
-        state = self._seed_state
-        assert state is not None
-        time_elapsed = max((time.time_ns() - self.start_time) / 1e9, sys.float_info.epsilon)
-        metrics: dict[str, Any] = {
-            "time/episodes": state.episode_nums[i],
-            "time/fps": int((self.num_timesteps - self._num_timesteps_at_start) / time_elapsed),
-            "time/time_elapsed": int(time_elapsed),
-            "time/total_timesteps": self.num_timesteps,
-        }
-        infos = state.ep_info_buffers[i]
-        if infos:
-            metrics["rollout/ep_rew_mean"] = safe_mean([info["r"] for info in infos])
-            metrics["rollout/ep_len_mean"] = safe_mean([info["l"] for info in infos])
-        if self.use_sde:
-            metrics["train/std"] = self.actor.get_std().detach()[i].mean()  # type: ignore[operator]
-        if state.ep_success_buffers[i]:
-            metrics["rollout/success_rate"] = safe_mean(state.ep_success_buffers[i])
-        self.dump_seed_logs(i, metrics)
 
     def _sample_replay(self, batch_size: int) -> Any:
         """A minibatch for the update: ``[batch, ...]`` tensors at K = 1 (the replay buffer's sample, as before),

@@ -19,7 +19,7 @@ import torch as th
 from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
-from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
+from lit_sb3.algorithms.seed_dim import SeedDimensionMixin, _copy_obs, _obs_at, _set_obs
 from lit_sb3.buffers.rollout import DictRolloutBuffer, RolloutBuffer
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.types import Schedule
@@ -29,33 +29,6 @@ from lit_sb3.utils.math import explained_variance, safe_mean
 from lit_sb3.vec_env import VecEnv
 
 __all__ = ["OnPolicyAlgorithm", "run_iterations", "seed_average", "seed_normalize"]
-
-
-def _copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> Any:
-    """A copy of observations (an array, or a dict of arrays for Dict spaces)."""
-    if isinstance(obs, dict):
-        return {key: np.array(value, copy=True) for key, value in obs.items()}
-    return np.array(obs, copy=True)
-
-
-def _obs_at(obs: np.ndarray | dict[str, np.ndarray], index: Any) -> Any:
-    """``obs[index]`` (per key for Dict observations)."""
-    return {key: value[index] for key, value in obs.items()} if isinstance(obs, dict) else obs[index]
-
-
-def _set_obs(obs: np.ndarray | dict[str, np.ndarray], index: Any, value: Any) -> None:
-    """``obs[index] = value`` (per key for Dict observations)."""
-    if isinstance(obs, dict):
-        for key in obs:
-            obs[key][index] = value[key]
-    else:
-        obs[index] = value
-
-
-def _all_finite(obs: np.ndarray | dict[str, np.ndarray], index: Any = slice(None)) -> bool:
-    """Whether ``obs[index]`` (every key's, for Dict observations) is finite."""
-    values = obs.values() if isinstance(obs, dict) else [obs]
-    return all(np.isfinite(value[index]).all() for value in values)
 
 
 def seed_normalize(x: th.Tensor, n_seeds: int) -> th.Tensor:
@@ -320,48 +293,49 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     # ------------------------------------------------------------------
 
     def collect_rollouts(
-        self, env: VecEnv, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
+        self, env: VecEnv | None, callback: BaseCallback, rollout_buffer: RolloutBuffer, n_rollout_steps: int
     ) -> bool:
-        """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps per env; False if a callback stopped training.
+        """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps per env of every live seed; False if a callback
+        stopped training or every seed has failed.
+
+        One loop for K >= 1 seeds. K = 1 steps ``env`` as SB3 does (observations ``[n_envs, ...]``); K > 1 steps
+        every live seed's VecEnv (:attr:`envs`) in lockstep, one forward pass acting for all seeds (observations,
+        rewards and dones ``[K, n_envs, ...]``), each seed sampling from its own stream, GAE per seed. Time-outs are
+        bootstrapped with ``gamma * V(terminal obs)``. A failed seed's env does not step (its columns are unused:
+        its update is masked).
 
         Args:
-            env: the training VecEnv.
+            env: the training VecEnv (None for K > 1 seeds: their envs are :attr:`envs`).
             callback: called after every env step.
             rollout_buffer: the buffer to fill.
             n_rollout_steps: steps per env.
         """
         assert self._last_obs is not None, "No previous observation was provided"
+        self._apply_finite_checks()  # K > 1: a seed whose last update was not finite stops before acting again
+        if not self.active_seeds:
+            return False
         self.policy.set_training_mode(False)
+        n_envs = self.n_envs if env is None else env.num_envs
         n_steps = 0
         rollout_buffer.reset()
-        if self.use_sde:
-            self.policy.reset_noise(env.num_envs)
+        if self.use_sde:  # K > 1: each seed's exploration matrices from its own stream
+            self.policy.reset_noise(n_envs)
         callback.on_rollout_start()
         device = self.device
         while n_steps < n_rollout_steps:
             if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
-                self.policy.reset_noise(env.num_envs)
+                self.policy.reset_noise(n_envs)
             actions, clipped_actions, values, log_probs, add_kwargs = self._rollout_actions(env)
-            new_obs, rewards, dones, infos = env.step(clipped_actions)
-            self.num_timesteps += env.num_envs
+            new_obs, rewards, dones, infos = self._step_envs(env, clipped_actions)
+            self.num_timesteps += n_envs
             callback.update_locals(locals())
             if not callback.on_step():
                 return False
-            self._update_info_buffer(infos, dones)
+            self._update_seed_info(infos, dones)
             n_steps += 1
             if isinstance(self.action_space, spaces.Discrete):
-                actions = actions.reshape(-1, 1)
-            # bootstrap with the value of the terminal observation on time-outs
-            for idx, done in enumerate(dones):
-                if (
-                    done
-                    and infos[idx].get("terminal_observation") is not None
-                    and infos[idx].get("TimeLimit.truncated", False)
-                ):
-                    terminal_obs = self.policy.obs_to_tensor(infos[idx]["terminal_observation"])[0]
-                    with th.no_grad():
-                        terminal_value = self._terminal_value(terminal_obs, idx)
-                    rewards[idx] += self.gamma * float(terminal_value)
+                actions = actions.reshape(*actions.shape, 1)
+            self._bootstrap_timeouts(new_obs, rewards, dones, infos)
             rollout_buffer.add(
                 self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs, **add_kwargs
             )
@@ -373,6 +347,45 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         callback.update_locals(locals())
         callback.on_rollout_end()
         return True
+
+    def _bootstrap_timeouts(self, new_obs: Any, rewards: np.ndarray, dones: np.ndarray, infos: list[Any]) -> None:
+        """Add ``gamma * V(terminal observation)`` to the rewards of time-outs, in place. K = 1: one value call per
+        time-out (SB3's, bitwise); K > 1: one batched call for all seeds' time-outs of this step, the terminal
+        observations written into a copy of ``new_obs`` (:meth:`_seed_terminal_values`).
+
+        Args:
+            new_obs: the step's observations (K > 1: ``[K, n_envs, ...]``).
+            rewards: the step's rewards (K > 1: ``[K, n_envs]``).
+            dones: the step's dones.
+            infos: the step's infos (K > 1: one list per seed).
+        """
+        if not dones.any():
+            return
+        single = self.n_seeds == 1
+        seed_infos, seed_dones = ([infos], [dones]) if single else (infos, dones)
+        where = [
+            (i, j)
+            for i in ([0] if single else self.active_seeds)
+            for j in np.flatnonzero(seed_dones[i])
+            if seed_infos[i][j].get("terminal_observation") is not None
+            and seed_infos[i][j].get("TimeLimit.truncated", False)
+        ]
+        if not where:
+            return
+        if single:
+            for _, j in where:
+                terminal_obs = self.policy.obs_to_tensor(infos[j]["terminal_observation"])[0]
+                with th.no_grad():
+                    terminal_value = self._terminal_value(terminal_obs, j)
+                rewards[j] += self.gamma * float(terminal_value)
+            return
+        terminal = _copy_obs(new_obs)
+        for i, j in where:
+            _set_obs(terminal, (i, j), infos[i][j]["terminal_observation"])
+        with th.no_grad():
+            values = self._seed_terminal_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
+        for i, j in where:
+            rewards[i, j] += self.gamma * float(values[i, j, 0])
 
     def _rollout_actions(
         self, env: VecEnv | None
@@ -445,13 +458,10 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         fire per env step, the budget is checked after every rollout, logs are dumped every ``log_interval``
         iterations.
         """
-        if self._seed_state is not None:
-            run_iterations(self, self._collect_seed_rollouts)
-            self._apply_finite_checks()
-            return
-        assert self.env is not None and self._rl_callback is not None
-        env, callback, buffer = self.env, self._rl_callback, self.rollout_buffer
+        assert self._rl_callback is not None
+        env, callback, buffer = self.env, self._rl_callback, self.rollout_buffer  # env: None for K > 1 seeds
         run_iterations(self, lambda: self.collect_rollouts(env, callback, buffer, n_rollout_steps=self.n_steps))
+        self._apply_finite_checks()
 
     def train(self, mode: bool | None = None) -> Any:
         """The algorithm's update from the filled rollout buffer (``train(bool)`` is ``nn.Module.train``)."""
@@ -572,105 +582,8 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 self.dump_seed_logs(i, metrics)
 
     # ------------------------------------------------------------------
-    # K > 1 seeds: lockstep rollouts of every live seed's env (K = 1 never comes here)
+    # Members and checkpoints
     # ------------------------------------------------------------------
-
-    def _collect_seed_rollouts(self) -> bool:
-        """Fill the rollout storage with ``n_steps`` lockstep steps of every live seed's VecEnv (one forward pass
-        acts for all seeds, each sampling from its own stream); False if a callback stopped training.
-
-        What :meth:`collect_rollouts` does per seed: time-outs bootstrapped with ``gamma * V(terminal obs)``, GAE
-        per seed. A failed seed's env does not step (its columns are never used: its update is masked).
-        """
-        callback, rollout_buffer = self._rl_callback, self.rollout_buffer
-        assert callback is not None and self._last_obs is not None
-        self._apply_finite_checks()  # a seed whose last update was not finite stops before acting again
-        if not self.active_seeds:
-            return False
-        self.policy.set_training_mode(False)
-        rollout_buffer.reset()
-        if self.use_sde:  # each seed's exploration matrices from its own stream, as collect_rollouts draws them
-            self.policy.reset_noise(self.n_envs)
-        callback.on_rollout_start()
-        device = self.device
-        new_obs, dones = self._last_obs, self._last_episode_starts
-        for n_steps in range(self.n_steps):
-            if self.use_sde and self.sde_sample_freq > 0 and n_steps % self.sde_sample_freq == 0:
-                self.policy.reset_noise(self.n_envs)
-            actions, clipped_actions, values, log_probs, add_kwargs = self._rollout_actions(None)
-            new_obs, rewards, dones, infos = self._step_seed_envs(clipped_actions)
-            self.num_timesteps += self.n_envs
-            callback.update_locals(locals())
-            if not callback.on_step():
-                return False
-            for i in self.active_seeds:
-                self._update_seed_info_buffers(i, infos[i], dones[i])
-            if isinstance(self.action_space, spaces.Discrete):
-                actions = actions.reshape(*actions.shape, 1)
-            self._bootstrap_seed_timeouts(new_obs, rewards, dones, infos)
-            rollout_buffer.add(
-                self._last_obs, actions, rewards, self._last_episode_starts, values, log_probs, **add_kwargs
-            )
-            self._last_obs = new_obs
-            self._last_episode_starts = dones
-        with th.no_grad():
-            values = self._last_values(obs_as_tensor(new_obs, device), dones).float()
-        rollout_buffer.compute_returns_and_advantage(last_values=values, dones=dones)
-        callback.update_locals(locals())
-        callback.on_rollout_end()
-        return True
-
-    def _step_seed_envs(
-        self, actions: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[list[dict[str, Any]]]]:
-        """One step of every live seed's VecEnv (``actions[i]`` for seed i): observations ``[K, n_envs, ...]``,
-        rewards and dones ``[K, n_envs]`` and each seed's infos. A seed whose env returns a non-finite reward or
-        observation is failed and its step undone (it keeps its last observation; its env steps no more)."""
-        assert self._last_obs is not None
-        k, n_envs = self.n_seeds, self.n_envs
-        new_obs = _copy_obs(self._last_obs)
-        rewards = np.zeros((k, n_envs), dtype=np.float32)
-        dones = np.zeros((k, n_envs), dtype=bool)
-        infos: list[list[dict[str, Any]]] = [[{} for _ in range(n_envs)] for _ in range(k)]
-        envs = self.envs
-        live = self.active_seeds
-        for i in live:
-            step = self._step_seed_env(i, envs[i], actions[i], self.num_timesteps + n_envs)
-            if step is None:  # the env raised: seed i failed alone and keeps its last observation
-                continue
-            obs_i, rewards[i], dones[i], infos[i] = step
-            _set_obs(new_obs, i, obs_i)
-        if not (np.isfinite(rewards).all() and _all_finite(new_obs)):  # one check for all seeds
-            for i in live:
-                bad_reward = not np.isfinite(rewards[i]).all()
-                if bad_reward or not _all_finite(new_obs, i):
-                    what = "reward" if bad_reward else "observation"
-                    self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps + n_envs}")
-                    _set_obs(new_obs, i, _obs_at(self._last_obs, i))
-                    rewards[i], dones[i] = 0.0, False
-                    infos[i] = [{} for _ in range(n_envs)]
-        return new_obs, rewards, dones, infos
-
-    def _bootstrap_seed_timeouts(
-        self, new_obs: np.ndarray, rewards: np.ndarray, dones: np.ndarray, infos: list[list[dict[str, Any]]]
-    ) -> None:
-        """Add ``gamma * V(terminal observation)`` to the rewards of time-outs (as :meth:`collect_rollouts`), with
-        one batched value call for all seeds' time-outs of this step."""
-        where = [
-            (i, j)
-            for i in self.active_seeds
-            for j in np.flatnonzero(dones[i])
-            if infos[i][j].get("terminal_observation") is not None and infos[i][j].get("TimeLimit.truncated", False)
-        ]
-        if not where:
-            return
-        terminal = _copy_obs(new_obs)
-        for i, j in where:
-            _set_obs(terminal, (i, j), infos[i][j]["terminal_observation"])
-        with th.no_grad():
-            values = self._seed_terminal_values(obs_as_tensor(terminal, self.device)).float().cpu().numpy()
-        for i, j in where:
-            rewards[i, j] += self.gamma * float(values[i, j, 0])
 
     def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
         """Seed index i's counters, episode statistics and last observations into member i."""

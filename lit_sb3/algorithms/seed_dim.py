@@ -24,8 +24,10 @@ What it offers (read this to give an algorithm family batching; the off-policy f
     each seed's random streams, envs, episode state and failures (:meth:`on_save_checkpoint`), restored exactly when
     the resumed fit starts (:meth:`_apply_pending_rl_state`).
 
-  A family adds its collection loop for K envs and its storage with a leading K (see ``off_policy.py``); an
-  algorithm writes its update once with per-seed reductions (:mod:`lit_sb3.policies.seed_stack`).
+  A family's one collection loop serves K >= 1 seeds: it steps the envs through :meth:`_step_envs` (K = 1: the
+  env's own ``step``) and counts episodes through :meth:`_update_seed_info` and :meth:`_count_episode`, and stores
+  into its storage with a leading K (see ``off_policy.py``); an algorithm writes its update once with per-seed
+  reductions (:mod:`lit_sb3.policies.seed_stack`).
 
 Tensor convention: at K = 1 the update's tensors are the single-seed ones (no leading dim: every network kind
 runs unchanged and bitwise as before); at K > 1 they are ``[K, batch, ...]``. Update code is written to hold for
@@ -54,6 +56,33 @@ __all__ = ["SeedDimensionMixin"]
 
 # the most seeds an archive may declare (each is a model built before the archive's tensors are checked)
 MAX_ARCHIVE_SEEDS = 1024
+
+
+def _copy_obs(obs: np.ndarray | dict[str, np.ndarray]) -> Any:
+    """A copy of observations (an array, or a dict of arrays for Dict spaces)."""
+    if isinstance(obs, dict):
+        return {key: np.array(value, copy=True) for key, value in obs.items()}
+    return np.array(obs, copy=True)
+
+
+def _obs_at(obs: np.ndarray | dict[str, np.ndarray], index: Any) -> Any:
+    """``obs[index]`` (per key for Dict observations)."""
+    return {key: value[index] for key, value in obs.items()} if isinstance(obs, dict) else obs[index]
+
+
+def _set_obs(obs: np.ndarray | dict[str, np.ndarray], index: Any, value: Any) -> None:
+    """``obs[index] = value`` (per key for Dict observations)."""
+    if isinstance(obs, dict):
+        for key in obs:
+            obs[key][index] = value[key]
+    else:
+        obs[index] = value
+
+
+def _all_finite(obs: np.ndarray | dict[str, np.ndarray], index: Any = slice(None)) -> bool:
+    """Whether ``obs[index]`` (every key's, for Dict observations) is finite."""
+    values = obs.values() if isinstance(obs, dict) else [obs]
+    return all(np.isfinite(value[index]).all() for value in values)
 
 
 class _SeedState:
@@ -496,6 +525,57 @@ class SeedDimensionMixin:
             else:
                 self._last_original_obs = None
 
+    def _step_envs(self, env: VecEnv | None, actions: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, list[Any]]:
+        """One env step of every live seed: K = 1 ``env.step(actions)`` (SB3's, exceptions and all); K > 1 each
+        live seed's VecEnv with ``actions[i]``: observations ``[K, n_envs, ...]``, rewards and dones ``[K, n_envs]``
+        and each seed's infos. A seed whose env raises, or returns a non-finite reward or observation, is failed and
+        its step undone (it keeps its last observation; its env steps no more).
+
+        Args:
+            env: the training VecEnv (K = 1; None for K > 1).
+            actions: the actions sent to the envs (``[K, n_envs, ...]`` for K > 1).
+        """
+        if self.n_seeds == 1:
+            assert env is not None
+            return env.step(actions)
+        assert self._last_obs is not None
+        k, n_envs = self.n_seeds, self.n_envs
+        new_obs = _copy_obs(self._last_obs)
+        rewards = np.zeros((k, n_envs), dtype=np.float32)
+        dones = np.zeros((k, n_envs), dtype=bool)
+        infos: list[list[dict[str, Any]]] = [[{} for _ in range(n_envs)] for _ in range(k)]
+        envs = self.envs
+        live = self.active_seeds
+        for i in live:
+            step = self._step_seed_env(i, envs[i], actions[i], self.num_timesteps + n_envs)
+            if step is None:  # the env raised: seed i failed alone and keeps its last observation
+                continue
+            obs_i, rewards[i], dones[i], infos[i] = step
+            _set_obs(new_obs, i, obs_i)
+        if not (np.isfinite(rewards).all() and _all_finite(new_obs)):  # one check for all seeds
+            for i in live:
+                bad_reward = not np.isfinite(rewards[i]).all()
+                if bad_reward or not _all_finite(new_obs, i):
+                    what = "reward" if bad_reward else "observation"
+                    self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps + n_envs}")
+                    _set_obs(new_obs, i, _obs_at(self._last_obs, i))
+                    rewards[i], dones[i] = 0.0, False
+                    infos[i] = [{} for _ in range(n_envs)]
+        return new_obs, rewards, dones, infos
+
+    def _update_seed_info(self, infos: list[Any], dones: np.ndarray) -> None:
+        """Episode statistics of this step: K = 1 SB3's ``_update_info_buffer``; K > 1 each live seed's own.
+
+        Args:
+            infos: the step's infos (K > 1: one list per seed).
+            dones: the step's dones (K > 1: ``[K, n_envs]``).
+        """
+        if self.n_seeds == 1:
+            self._update_info_buffer(infos, dones)
+            return
+        for i in self.active_seeds:
+            self._update_seed_info_buffers(i, infos[i], dones[i])
+
     def _update_seed_info_buffers(self, i: int, infos: list[dict[str, Any]], dones: np.ndarray) -> None:
         state = self._seed_state
         assert state is not None
@@ -512,6 +592,25 @@ class SeedDimensionMixin:
         """Each seed's episode statistics (``[ep_info_buffer]`` at K = 1)."""
         state = self._seed_state
         return [self.ep_info_buffer] if state is None else state.ep_info_buffers  # type: ignore[list-item]
+
+    @property
+    def _ep_success_buffers(self) -> list[deque]:
+        """Each seed's episode successes (``[ep_success_buffer]`` at K = 1)."""
+        state = self._seed_state
+        return [self.ep_success_buffer] if state is None else state.ep_success_buffers  # type: ignore[list-item]
+
+    def _count_episode(self, i: int) -> int:
+        """Count one more finished episode of seed index i; returns its episode count (SB3's ``_episode_num``).
+
+        Args:
+            i: seed index.
+        """
+        state = self._seed_state
+        if state is None:
+            self._episode_num += 1  # type: ignore[attr-defined]
+            return self._episode_num  # type: ignore[attr-defined]
+        state.episode_nums[i] += 1
+        return state.episode_nums[i]
 
     # ------------------------------------------------------------------
     # Per-seed logging
