@@ -4,7 +4,8 @@ The table ``benchmarks/seed_batch.yml`` (shipped as package data, refreshed by
 ``benchmarks/bench_seed_batch.py throughput --write-table``) holds, per algorithm and env family (a suite of
 ``benchmarks/suites.yml``), the measured ratio of K seeds in one process over the same K seeds as separate
 processes one after another. A pair is batched when its ratio is at least :data:`MIN_RATIO`, with the measured K,
-lowered where fewer units than workers would leave workers idle; every choice is said in one plan line.
+lowered where smaller batches end the grid sooner on its workers (:func:`lower_for_workers`); every choice is said
+in one plan line.
 """
 
 from __future__ import annotations
