@@ -1104,6 +1104,8 @@ class BaseAlgorithm(L.LightningModule):
         if saved is None:
             return
         optimizers = self._lightning_optimizers()
+        if not optimizers and isinstance(saved, list) and all(state == {} for state in saved):
+            return  # no optimiser (ARS): Lightning saved its stand-in's empty state
         if not isinstance(saved, list) or len(saved) != len(optimizers):
             count = len(saved) if isinstance(saved, list) else type(saved).__name__
             raise BadFileError(
