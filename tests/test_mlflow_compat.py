@@ -54,8 +54,20 @@ def test_parent_tag_is_what_mlflow_nests_by(tmp_path: Path, mlflow_template: Pat
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     client = _client(uri)
     exp = client.create_experiment("nest")
-    with mlflow.start_run(experiment_id=exp) as parent, mlflow.start_run(experiment_id=exp, nested=True) as child:
-        pass
+    from mlflow.tracking._tracking_service import utils as tracking_utils
+
+    # the fluent API's own URI: an earlier test in this process may have set it (it wins over the env); restored
+    # exactly after (None: unset), so no later test writes here
+    before = tracking_utils._tracking_uri
+    mlflow.set_tracking_uri(uri)
+    try:
+        with (
+            mlflow.start_run(experiment_id=exp) as parent,
+            mlflow.start_run(experiment_id=exp, nested=True) as child,
+        ):
+            pass
+    finally:
+        mlflow.set_tracking_uri(before)
     parent_id = parent.info.run_id
     assert compat.parent_run_id(client.get_run(child.info.run_id)) == parent_id
     assert compat.parent_run_id(client.get_run(parent_id)) is None
