@@ -3,8 +3,8 @@
 # fewest a verdict rests on) tracked in the embedded MLflow store (sqlite:///mlflow.db, artifacts in ./mlartifacts:
 # no server), then its rliable report with its verdict in reports/readme-demo/. Re-running resumes: finished jobs are
 # skipped. `--seed-batch auto` (the default) splits SAC's 5 seeds 3 + 2 so both workers are used. The plan estimates
-# 1m34s on an idle 2-core machine; measured in a fresh clone on one core shared at load 6-10 (SAC's seeds then one
-# batch of 5): 17 min, verdict "sac is credibly better than a2c" (p = 0.008).
+# 1m34s on an idle 2-core machine; measured in a fresh clone with both workers on one core (load 1-2): 3m21s,
+# verdict "sac is credibly better than a2c" (p = 0.008).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
