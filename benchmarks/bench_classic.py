@@ -172,9 +172,16 @@ def run_side(cell: Cell, impl: str, store: Path, jobs: int, freq: int, cpus: str
     return record
 
 
-def _killed_wall(store: Path, start: dict) -> float | None:
+def _killed_wall(store: Path, start: dict, next_start: float) -> float | None:
     """Wall seconds of an invocation killed outright: from its start to the end of the last job run it finished
-    (the work it left unfinished was redone by a later invocation and is counted there)."""
+    before the next invocation started (the work it left unfinished was redone by a later invocation and is counted
+    there; the later invocation's own runs of the same cell are not its).
+
+    Args:
+        store: the benchmark's store.
+        start: the invocation's ``start`` line.
+        next_start: when the next invocation started (``time.time()`` seconds).
+    """
     from mlflow import MlflowClient
 
     client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
@@ -185,7 +192,7 @@ def _killed_wall(store: Path, start: dict) -> float | None:
     flt = (f"tags.`lit_sb3.algo` = '{start['algo']}' and tags.`lit_sb3.env` = '{start['env']}' and "
            f"tags.impl = '{start['impl']}' and attributes.status = 'FINISHED'")  # fmt: skip
     ends = [r.info.end_time / 1000 for r in client.search_runs([exp.experiment_id], flt, max_results=1000)
-            if r.info.end_time and r.info.start_time / 1000 >= t0]  # fmt: skip
+            if r.info.end_time and t0 <= r.info.start_time / 1000 and r.info.end_time / 1000 <= next_start]  # fmt: skip
     return round(max(ends) - t0, 2) if ends else 0.0
 
 
@@ -201,9 +208,10 @@ def _records(store: Path) -> list[dict]:
             continue
         ended = any(other.get("event") != "start" and other.get("started_ts") == line["started_ts"]
                     for other in lines[i + 1 :])  # fmt: skip
-        later = any(other.get("event") == "start" for other in lines[i + 1 :])
+        later = [other["started_ts"] for other in lines[i + 1 :] if other.get("event") == "start"]
         if not ended and later:  # killed: a later invocation started after it
-            rows.append({**line, "status": "killed (the sitting ended)", "wall_seconds": _killed_wall(store, line) or 0.0,
+            wall = _killed_wall(store, line, min(later)) or 0.0
+            rows.append({**line, "status": "killed (the sitting ended)", "wall_seconds": wall,
                          "load_after": [math.nan] * 3})  # fmt: skip
     return rows
 
