@@ -201,11 +201,11 @@ def auto_seed_batches(
 
 def lower_for_workers(groups: Sequence[Sequence[Any]], chosen: Sequence[int], fixed: Sequence[Sequence[Any]],
                       workers: int) -> list[int]:  # fmt: skip
-    """Each group's K, lowered from ``chosen`` (one group at a time, to whichever smaller K is best) while that
-    shortens the grid's estimated wall time: every unit's seconds from the cost model (:func:`lit_sb3.zoo.cost.unit_seconds`, the shipped rates and
-    batching speed-ups), laid out longest first over ``workers`` slots. A K that is worth its speed-up on one core
-    is not worth an idle one: 5 SAC seeds as one batch of 5 (1.2x) beside 5 quick A2C seeds on 2 workers leave the
-    second worker idle most of the time; as 3 + 2 they share both.
+    """Each group's K, lowered from ``chosen`` while that shortens the grid's estimated wall time: every unit's
+    seconds from the cost model (:func:`lit_sb3.zoo.cost.unit_seconds`: the shipped rates and batching speed-ups),
+    laid out longest first over ``workers`` slots; each step tries every smaller K of the group holding the longest
+    unit. A K worth its speed-up on one core is not worth an idle one: 5 SAC seeds as one batch (1.2x) beside 5
+    quick A2C seeds on 2 workers leave the second worker idle most of the time; as 3 + 2 they share both.
 
     Args:
         groups: the jobs of each (algo, env) group (they differ only by their seed).
@@ -218,20 +218,24 @@ def lower_for_workers(groups: Sequence[Sequence[Any]], chosen: Sequence[int], fi
 
     costs, _ = job_costs([j for g in (*groups, *fixed) for j in g])
     fixed_seconds = [unit_seconds([costs[j.job_id] for j in u], 1, u[0].algo) for u in fixed]
+    memo: dict[tuple[int, int], list[float]] = {}
+
+    def units_of(i: int, k: int) -> list[float]:  # group i's units' seconds at K = k
+        if (i, k) not in memo:
+            group = groups[i]
+            memo[i, k] = [unit_seconds([costs[j.job_id] for j in b], k, group[0].algo) for b in seed_batches(group, k)]
+        return memo[i, k]
 
     def wall(ks: Sequence[int]) -> float:
-        seconds = list(fixed_seconds)
-        for group, k in zip(groups, ks):
-            seconds += [unit_seconds([costs[j.job_id] for j in b], k, group[0].algo) for b in seed_batches(group, k)]
+        seconds = fixed_seconds + [s for i, k in enumerate(ks) for s in units_of(i, k)]
         return schedule_eta([], sorted(seconds, reverse=True), workers)
 
     ks = [max(1, min(k, len(g))) for g, k in zip(groups, chosen)]
     best = wall(ks)
-    while True:
-        trials = [(wall(t), t) for i in range(len(ks)) for k in range(1, ks[i]) for t in [ks[:i] + [k] + ks[i + 1 :]]]
-        if not trials:
-            return ks
-        seconds, trial = min(trials, key=lambda x: x[0])
+    while any(k > 1 for k in ks):
+        i = max((i for i, k in enumerate(ks) if k > 1), key=lambda i: max(units_of(i, ks[i])))
+        seconds, k = min((wall(ks[:i] + [k] + ks[i + 1 :]), k) for k in range(1, ks[i]))
         if seconds >= best * 0.99:  # lower only for a real gain (each step costs batching efficiency)
-            return ks
-        best, ks = seconds, trial
+            break
+        best, ks[i] = seconds, k
+    return ks
