@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from lit_sb3.zoo.cost import JobCost, schedule_eta, seed_batch_speedup, unit_seconds
+from lit_sb3.zoo.cost import JobCost, duration, schedule_eta, seed_batch_speedup, unit_seconds
 from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.launchers.base import JobDone, JobStarted, LaunchEvent
 from lit_sb3.zoo.runner import JobProgress
@@ -88,18 +88,6 @@ class _Row:
 
 def _num(value: float, fmt: str = "{:.1f}") -> str:
     return "-" if value is None or not math.isfinite(value) else fmt.format(value)
-
-
-def _duration(seconds: float) -> str:
-    """``42 s``, ``3m05s``, ``1h02m``."""
-    if not math.isfinite(seconds):
-        return "-"
-    s = int(round(seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 class GridProgress:
@@ -461,8 +449,8 @@ class GridProgress:
             state = f" | {self.state}" if self.state and not self.done and not self.running else ""
             return (
                 f"jobs: {self.done}/{self.total} done, {self.running} running, {self.queued} queued, {self.failed} "
-                f"failed | env steps: {done_steps:,}/{total_steps:,}{pct} | elapsed {_duration(elapsed)} | ETA "
-                f"{_duration(eta)}{state}"
+                f"failed | env steps: {done_steps:,}/{total_steps:,}{pct} | elapsed {duration(elapsed)} | ETA "
+                f"{duration(eta)}{state}"
             )
 
     def status_line(self) -> str:
@@ -473,7 +461,7 @@ class GridProgress:
             for key in active[:_MAX_LINE_JOBS]:
                 r = self.rows[key]
                 if r.status == "starting":
-                    parts.append(f"{r.name} starting ({_duration(self.clock() - r.started)})")
+                    parts.append(f"{r.name} starting ({duration(self.clock() - r.started)})")
                 else:
                     parts.append(f"{r.name} {r.steps:,}/{r.total:,} at {_num(r.fps, '{:,.0f}')} fps")
             if len(active) > _MAX_LINE_JOBS:
@@ -565,7 +553,7 @@ class GridProgress:
                 table.add_row(
                     Text(r.name), Text(r.status.lower(), style=colour), f"{r.steps:,}/{r.total:,}",
                     _num(r.fps, "{:.0f}"), _num(r.last_return, "{:.1f}"), _num(r.last_eval, "{:.1f}"),
-                    _duration(elapsed), Text(note[:60]),
+                    duration(elapsed), Text(note[:60]),
                 )  # fmt: skip
             if len(queued) > _MAX_QUEUED_ROWS:
                 table.add_row(Text(f"... {len(queued) - _MAX_QUEUED_ROWS} more queued", style="dim"), *[""] * 7)

@@ -19,7 +19,7 @@ import threading
 import time
 from typing import IO, Any
 
-from lit_sb3.zoo.progress import _duration
+from lit_sb3.zoo.cost import duration
 
 __all__ = ["StudyProgress"]
 
@@ -123,6 +123,6 @@ class StudyProgress:
             f"[{time.strftime('%H:%M:%S')}] trials: {finished}/{self.n_trials} finished ({count[TrialState.COMPLETE]} "
             f"complete, {count[TrialState.PRUNED]} pruned), {count[TrialState.FAIL]} failed, "
             f"{count[TrialState.RUNNING]} running | env steps: {done_steps:,}/{total:,} | elapsed "
-            f"{_duration(time.monotonic() - self.t0)} | ETA {_duration(eta)}"
+            f"{duration(time.monotonic() - self.t0)} | ETA {duration(eta)}"
         )
         return head + (f" | {'; '.join(parts)}" if parts else "")
