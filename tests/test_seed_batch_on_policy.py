@@ -352,6 +352,24 @@ def test_member_save_load_round_trip(cls, tmp_path):
             assert th.equal(saved[j][key], live[j][key]), key
 
 
+def test_predict_gives_each_seed_its_members_actions_without_copying_optimiser_state(tmp_path):
+    """A K-seed ``predict`` (observations ``[K, ...]``) returns what each seed's member predicts, and writes only the
+    seeds' weights into the members: their optimisers stay as they were (``member(i)`` writes them)."""
+    model = SeedBatch(PPO, seeds=[0, 1], n_steps=8, batch_size=8, policy_kwargs=dict(net_arch=[16]))
+    RLTrainer(max_steps=32, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+        model, datamodule=RLEnvDataModule(train_env=[make_vec_env("CartPole-v1", n_envs=2, seed=s) for s in (0, 1)])
+    )
+    for member in model.members:
+        member.policy.optimizer.state.clear()
+    obs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype(np.float32)
+    actions, states = model.predict(obs, deterministic=True)
+    assert actions.shape == (2, 5) and states is None
+    assert all(not member.policy.optimizer.state for member in model.members)
+    for i in range(2):
+        assert np.array_equal(actions[i], model.member(i).predict(obs[i], deterministic=True)[0])
+    assert all(member.policy.optimizer.state for member in model.members)  # member(i) wrote seed i's
+
+
 @pytest.mark.parametrize("space", list(SPACES))
 def test_other_spaces_retrace_separate_runs(space, tmp_path):
     """MultiDiscrete (split and uniform), MultiBinary actions and Discrete (one-hot) observations: each seed of a

@@ -236,11 +236,12 @@ class SeedState:
     # Members
     # ------------------------------------------------------------------
 
-    def member(self, i: int) -> BaseAlgorithm:
-        """Member i with seed i's current weights, optimiser state and counters written into it.
+    def member(self, i: int, optimizers: bool = True) -> BaseAlgorithm:
+        """Member i with seed i's current weights, counters and other per-seed state written into it.
 
         Args:
             i: seed index (checked by the caller).
+            optimizers: write seed i's optimiser state too (inference needs none).
         """
         model = self.model
         if not self.built:
@@ -248,7 +249,8 @@ class SeedState:
         member = self.members[i]
         for link in self.links:
             link.write_member(i)
-        self._write_member_optimizers(i, member)
+        if optimizers:
+            self._write_member_optimizers(i, member)
         model._sync_member_state(i, member)
         member.num_timesteps = model.num_timesteps
         member._total_timesteps = model._total_timesteps
@@ -641,9 +643,10 @@ class SeedState:
     ) -> tuple[Any, Any]:
         """``observation`` is ``[K, ...]`` (one observation or batch per seed); actions ``[K, ...]``; a recurrent
         policy's ``state`` and ``episode_start`` are one per seed (``state[i]`` as ``member(i).predict`` takes and
-        returns it), and the new states come back as a list of K (None for a policy without state)."""
+        returns it), and the new states come back as a list of K (None for a policy without state). Each member
+        gets its seed's weights, not its optimiser state."""
         results = [
-            self.member(i).predict(
+            self.member(i, optimizers=False).predict(
                 observation[i],
                 None if state is None else state[i],
                 None if episode_start is None else episode_start[i],
