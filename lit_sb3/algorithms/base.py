@@ -454,7 +454,8 @@ class BaseAlgorithm(L.LightningModule):
 
     @property
     def members(self) -> list[BaseAlgorithm]:
-        """The K single-seed models (``[self]`` for a single seed); :meth:`member` syncs one before returning it."""
+        """The K single-seed models (``[self]`` for a single seed): their envs, spaces and exploration; their weights
+        only once :meth:`member` made and synced them (the stacked policy holds the seeds' weights)."""
         return [self] if self._seed_state is None else self._seed_state.members
 
     @property

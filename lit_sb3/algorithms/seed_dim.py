@@ -9,14 +9,16 @@ differs (``if self._seed_state is not None: ...``):
   (``algorithm(policy, seed=s_i, **kwargs)``); each gets its own VecEnv (``RLEnvDataModule(train_env=[...])``) and
   its ``_setup_model`` (seeding python/numpy/torch, the action space and the env, then building the networks), so
   the initial weights are exactly the separate runs'. :meth:`SeedState.stack_members` then stacks their policies
-  (:func:`~lit_sb3.policies.seed_stack.stack_module`) into the model's one policy and rebuilds the policy's
-  optimisers over the stacked parameters (:func:`~lit_sb3.optim.build_optimizer`);
+  (:func:`~lit_sb3.policies.seed_stack.stack_module`) into the model's one policy, rebuilds the policy's
+  optimisers over the stacked parameters (:func:`~lit_sb3.optim.build_optimizer`) and lets go of the members'
+  copies of the weights: the stacked ones are the only copy until a member is asked for;
 - per seed: envs, VecNormalize statistics, episode statistics, episode counts and logging (``seed{i}/<SB3 key>``,
   dumped when that seed's episode count hits the log interval, routed by :class:`~lit_sb3.loggers.SeedRoutingLogger`),
   random streams (:attr:`SeedState.generators`: seed i's ``torch.Generator`` starts from the global torch state its
   separate run has after building its networks), failure masking (:meth:`SeedState.freeze`, non-finite values noted
   by :meth:`SeedState.check_finite`, env data, actions);
-- :meth:`SeedState.member` writes seed i's stacked weights, optimiser state and counters into member i;
+- :meth:`SeedState.member` writes seed i's stacked weights, optimiser state and counters into member i (its own
+  tensors are made on its first use; until then a member's tensors hold no weights);
 - archives and checkpoints: ``save`` writes the stacked tensors plus the seeds and their counters
   (:meth:`SeedState.save_data`), ``load`` rebuilds the K seeds (:func:`seeds_from_archive`); a Lightning checkpoint
   adds each seed's random streams, envs, episode state and failures (:meth:`SeedState.checkpoint_state`), restored
@@ -113,6 +115,8 @@ class SeedState:
         self.update_mask: th.Tensor | None = None
         self.update_seeds: np.ndarray | None = None
         self.built = False
+        # the seeds whose member holds its own copy of the stacked tensors (made by member(i), on demand)
+        self.made: set[int] = set()
         # a loaded Lightning checkpoint's per-seed state, applied when the resumed fit starts
         self.pending: dict[str, Any] | None = None
 
@@ -209,6 +213,9 @@ class SeedState:
             distribution = getattr(module, "action_dist", None)
             if distribution is not None and hasattr(distribution, "seed_generators"):
                 distribution.seed_generators = generators
+        for link in self.links:  # one copy of the weights lives, the stacked one: member(i) makes seed i's own
+            for tensor in link.member_tensors:
+                tensor.data = tensor.new_zeros(()).expand(tensor.shape)
         self.built = True
 
     def _restack_optimizers(self, single: th.nn.Module, stacked: th.nn.Module, seeds_sit_out: bool) -> None:
@@ -247,6 +254,11 @@ class SeedState:
         if not self.built:
             raise RuntimeError("the model has no networks yet: train it (fit) or attach envs (set_env) first.")
         member = self.members[i]
+        if i not in self.made:  # seed i's own tensors, made on its first use
+            for link in self.links:
+                target = link.member_tensors[i]
+                target.data = th.empty(target.shape, dtype=target.dtype, device=target.device)
+            self.made.add(i)
         for link in self.links:
             link.write_member(i)
         if optimizers:
