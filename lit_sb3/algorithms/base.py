@@ -354,7 +354,7 @@ class BaseAlgorithm(L.LightningModule):
 
     def get_env(self) -> VecEnv | None:
         """The current training env (None for K > 1 seeds: their envs are :attr:`envs`)."""
-        return self.env if self._seed_state is None else None
+        return self.env
 
     def get_vec_normalize_env(self) -> VecNormalize | None:
         """The VecNormalize wrapper of the training env, if any."""
@@ -693,14 +693,8 @@ class BaseAlgorithm(L.LightningModule):
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
         """Reset counters (unless continuing), reset the env and build the callback (SB3's ``_setup_learn``); K > 1
-        seeds: each seed's episodes and envs (:meth:`SeedState.setup_learn`)."""
-        if self._seed_state is not None:
-            total_timesteps = self._seed_state.setup_learn(total_timesteps, reset_num_timesteps)
-            return total_timesteps, self._init_callback(callback, progress_bar)
+        seeds: each seed's episodes and envs (:meth:`SeedState.reset_episodes`)."""
         self.start_time = time.time_ns()
-        if self.ep_info_buffer is None or reset_num_timesteps:
-            self.ep_info_buffer = deque(maxlen=self.stats_window_size)
-            self.ep_success_buffer = deque(maxlen=self.stats_window_size)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self._episode_num = 0
@@ -708,6 +702,12 @@ class BaseAlgorithm(L.LightningModule):
             total_timesteps += self.num_timesteps
         self._total_timesteps = total_timesteps
         self._num_timesteps_at_start = self.num_timesteps
+        if self._seed_state is not None:
+            self._seed_state.reset_episodes(reset_num_timesteps)
+            return total_timesteps, self._init_callback(callback, progress_bar)
+        if self.ep_info_buffer is None or reset_num_timesteps:
+            self.ep_info_buffer = deque(maxlen=self.stats_window_size)
+            self.ep_success_buffer = deque(maxlen=self.stats_window_size)
         if reset_num_timesteps or self._last_obs is None:
             assert self.env is not None
             self._last_obs = self.env.reset()  # type: ignore[assignment]
@@ -1122,7 +1122,7 @@ class BaseAlgorithm(L.LightningModule):
         run_name = type(self).default_run_name if tb_log_name is None else tb_log_name
         _check_run_name(run_name)
         if env is None:
-            env = self.env if self.n_seeds == 1 else (list(self.envs) or None)  # type: ignore[attr-defined]
+            env = self.env if self.n_seeds == 1 else (list(self.envs) or None)
         if env is None:
             raise TypeError(
                 f"learn() needs an env: give it to the constructor ({type(self).__name__}(policy, env)) or to "

@@ -37,7 +37,6 @@ per-seed scalars broadcast with ``reshape(-1, 1, 1)``.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -362,30 +361,17 @@ class SeedState:
     # Fit set-up and per-seed episodes
     # ------------------------------------------------------------------
 
-    def setup_learn(self, total_timesteps: int, reset_num_timesteps: bool) -> int:
-        """The counters of a fit (reset or continued), each seed's episode buffers and first observations, and the
-        seeds masked before the networks trained frozen; returns the fit's target in env steps.
+    def reset_episodes(self, reset_num_timesteps: bool) -> None:
+        """At the start of a fit: each seed's episode buffers and counts (reset, or kept when training continues),
+        the first observations ``[K, n_envs, ...]`` and, for the seeds masked before the networks trained (a
+        pruner, a guard), their values kept from now on.
 
         Args:
-            total_timesteps: env steps to collect.
-            reset_num_timesteps: reset the step counter (False continues it).
+            reset_num_timesteps: the fit starts afresh (False: it continues the last one).
         """
-        model = self.model
-        model.start_time = time.time_ns()
-        if reset_num_timesteps:
-            model.num_timesteps = 0
-        else:
-            total_timesteps += model.num_timesteps
-        model._total_timesteps = total_timesteps
-        model._num_timesteps_at_start = model.num_timesteps
-        self._reset_episodes(reset_num_timesteps)
-        for i in model.failed:  # masked before the networks trained (a pruner, a guard): their values stay
-            self.frozen.setdefault(i, [link.stacked.detach().clone() for link in self.links])
-        return total_timesteps
-
-    def _reset_episodes(self, reset_num_timesteps: bool) -> None:
-        """Per-seed episode buffers and counts, and the first observations ``[K, n_envs, ...]``."""
         model, k = self.model, len(self.members)
+        for i in model.failed:
+            self.frozen.setdefault(i, [link.stacked.detach().clone() for link in self.links])
         window = model.stats_window_size
         if not self.ep_info_buffers or reset_num_timesteps:
             self.ep_info_buffers = [deque(maxlen=window) for _ in range(k)]
