@@ -23,6 +23,12 @@ next to the repository; writing the report also keeps a gzipped copy of its data
 recorded as such (its finished runs are kept; its wall time is counted, so redone work shows in the total).
 Cells run cheapest first (by the measured or estimated cost), so every sitting completes whole cells; ``touch
 <store>/STOP`` ends the driver cleanly before its next invocation (a sitting that must end).
+
+A side found wrong after it ran (a defect in what it recorded, fixed since) is redone, not patched: ``--redo
+dqn:CartPole-v1:sb3 --reason "..."`` deletes that side's runs from the experiment (MLflow's own deletion; the
+runs stay in the database as deleted) and writes a ``redo`` line into ``invocations.jsonl``; the side's earlier
+invocations are then listed as superseded, with the reason, and left out of the totals, and the driver's next pass
+runs the side again.
 """
 
 from __future__ import annotations
@@ -196,23 +202,60 @@ def _killed_wall(store: Path, start: dict, next_start: float) -> float | None:
     return round(max(ends) - t0, 2) if ends else 0.0
 
 
+def redo(store: Path, side: str, reason: str) -> int:
+    """Delete one side's runs (``algo:env:impl``) so that the next pass runs it again, and record why; returns how
+    many runs were deleted.
+
+    Args:
+        store: the benchmark's store.
+        side: ``algo:env:impl``, e.g. ``dqn:CartPole-v1:sb3``.
+        reason: why the recorded runs are wrong (shown in ``timing.md`` beside the superseded invocations).
+    """
+    from mlflow import MlflowClient
+
+    parts = side.split(":")
+    known = {(c.algo, c.env) for c in CELLS}
+    if len(parts) != 3 or (parts[0], parts[1]) not in known or parts[2] not in ("lit_sb3", "sb3"):
+        cells = ", ".join(f"{a}:{e}" for a, e in sorted(known))
+        raise SystemExit(f"--redo {side!r}: expected algo:env:impl with impl lit_sb3 or sb3 and a cell of {cells}")
+    if not reason.strip():
+        raise SystemExit("--redo needs --reason: why the recorded runs are wrong")
+    algo, env, impl = parts
+    client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
+    exp = client.get_experiment_by_name(EXPERIMENT)
+    runs = [] if exp is None else client.search_runs(
+        [exp.experiment_id], f"tags.`lit_sb3.algo` = '{algo}' and tags.`lit_sb3.env` = '{env}' and "
+        f"tags.impl = '{impl}' and tags.`lit_sb3.run_type` = 'job'", max_results=1000)  # fmt: skip
+    with open(store / "invocations.jsonl", "a") as fh:  # the record first: a deletion is never unexplained
+        fh.write(json.dumps({"event": "redo", "algo": algo, "env": env, "impl": impl, "reason": reason,
+                             "ts": time.time(), "runs": [r.info.run_id for r in runs]}) + "\n")  # fmt: skip
+    for run in runs:
+        client.delete_run(run.info.run_id)
+    return len(runs)
+
+
 def _records(store: Path) -> list[dict]:
     """Every invocation, in order: finished ones as recorded, killed ones (a ``start`` line with no end, and not
-    the one running now) timed by :func:`_killed_wall`."""
+    the one running now) timed by :func:`_killed_wall`, and those a later ``redo`` line superseded (status
+    ``superseded: <reason>``)."""
     path = store / "invocations.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    redos = [line for line in lines if line.get("event") == "redo"]
+    starts = [line["started_ts"] for line in lines if line.get("event") == "start"]
     rows: list[dict] = []
-    for i, line in enumerate(lines):
-        if line.get("event") != "start":
-            rows.append(line)
+    for line in lines:
+        if line.get("event") == "redo":
             continue
-        ended = any(other.get("event") != "start" and other.get("started_ts") == line["started_ts"]
-                    for other in lines[i + 1 :])  # fmt: skip
-        later = [other["started_ts"] for other in lines[i + 1 :] if other.get("event") == "start"]
-        if not ended and later:  # killed: a later invocation started after it
-            wall = _killed_wall(store, line, min(later)) or 0.0
-            rows.append({**line, "status": "killed (the sitting ended)", "wall_seconds": wall,
-                         "load_after": [math.nan] * 3})  # fmt: skip
+        if line.get("event") == "start":
+            ended = any(other.get("event") is None and other.get("started_ts") == line["started_ts"] for other in lines)
+            later = [t for t in starts if t > line["started_ts"]]
+            if ended or not later:  # recorded by its end line, or the one running now
+                continue
+            wall = _killed_wall(store, line, min(later)) or 0.0  # killed: a later invocation started after it
+            line = {**line, "status": "killed (the sitting ended)", "wall_seconds": wall, "load_after": [math.nan] * 3}
+        side = (line["algo"], line["env"], line["impl"])
+        redone = [r for r in redos if (r["algo"], r["env"], r["impl"]) == side and r["ts"] > line["started_ts"]]
+        rows.append({**line, "status": f"superseded: {redone[0]['reason']}"} if redone else line)
     return rows
 
 
@@ -225,7 +268,8 @@ def timing_summary(store: Path) -> str:
         "Each side of a cell is one `bench run` invocation, pinned to the same CPUs with the same `--jobs`; the load "
         "average (1, 5, 15 min) of the whole machine is read before and after (the other core ran the developers' "
         "work). An invocation killed when a sitting ended is timed from its start to the end of the last run it "
-        "finished; its unfinished jobs were run again, and timed, by a later invocation.",
+        "finished; its unfinished jobs were run again, and timed, by a later invocation. A superseded invocation's runs "
+        "were deleted and run again (`--redo`, for the reason given); it is listed but left out of the totals.",
         "",
         "| cell | impl | status | wall (s) | cpus | jobs | load before | load after | started |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -235,7 +279,7 @@ def timing_summary(store: Path) -> str:
     }  # cells whose two sides have both run to the end
     totals: dict[str, float] = {}
     for r in rows:
-        if (r["algo"], r["env"]) in complete:
+        if (r["algo"], r["env"]) in complete and not r["status"].startswith("superseded"):
             totals[r["impl"]] = totals.get(r["impl"], 0.0) + r["wall_seconds"]
         load = ", ".join(f"{x:.2f}" for x in r["load_before"])
         after = ", ".join(f"{x:.2f}" for x in r["load_after"])
@@ -345,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cpus", default="1", help="taskset CPU list of both sides (default 1; '' for no pinning)")
     p.add_argument("--tier", type=int, default=2, help="1: the required cells only; 2: also Acrobot/MountainCar")
     p.add_argument("--cells", default=None, help="only these cells, e.g. ppo:CartPole-v1,sac:Pendulum-v1")
+    p.add_argument("--redo", default=None, metavar="ALGO:ENV:IMPL",
+                   help="delete this side's runs (recorded wrongly) so that it runs again; needs --reason")  # fmt: skip
+    p.add_argument("--reason", default="", help="why --redo's runs are wrong (kept in the invocation log)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and what is done, run nothing")
     p.add_argument("--report-only", action="store_true", help="write the report from the recorded runs only")
     p.add_argument("--no-report", action="store_true", help="do not write the report at the end")
@@ -352,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
     store = args.store.resolve()
     store.mkdir(parents=True, exist_ok=True)
     restore(store)
+    if args.redo:
+        print(f"{args.redo}: {redo(store, args.redo, args.reason)} run(s) deleted; the next pass runs them again")
+        return 0
     cells = [c for c in CELLS if c.tier <= args.tier]
     if args.cells:
         wanted = {tuple(part.split(":", 1)) for part in args.cells.split(",")}
