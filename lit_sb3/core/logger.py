@@ -11,15 +11,17 @@ bound to the same model sees the same values.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch as th
 
+from lit_sb3.utils.math import safe_mean
+
 if TYPE_CHECKING:
     from lit_sb3.algorithms.base import BaseAlgorithm
 
-__all__ = ["Logger", "console_table"]
+__all__ = ["Logger", "console_table", "rollout_metrics"]
 
 
 class Logger:
@@ -95,6 +97,23 @@ class Logger:
             if log_dir is not None:
                 return str(log_dir)
         return None
+
+
+def rollout_metrics(ep_infos: Sequence[dict[str, Any]], successes: Sequence[bool] = ()) -> dict[str, float]:
+    """SB3's ``rollout/`` values of a dump: the mean episode return and length over the episode statistics window
+    (when it holds episodes), and the success rate (when episodes reported ``is_success``).
+
+    Args:
+        ep_infos: the window of Monitor episode infos (``{"r": return, "l": length, ...}``).
+        successes: the window of episode successes.
+    """
+    metrics: dict[str, float] = {}
+    if len(ep_infos) > 0 and len(ep_infos[0]) > 0:
+        metrics["rollout/ep_rew_mean"] = safe_mean([ep_info["r"] for ep_info in ep_infos])
+        metrics["rollout/ep_len_mean"] = safe_mean([ep_info["l"] for ep_info in ep_infos])
+    if len(successes) > 0:
+        metrics["rollout/success_rate"] = safe_mean(successes)
+    return metrics
 
 
 def _truncate(text: str, max_length: int) -> str:
