@@ -26,6 +26,7 @@ from gymnasium import spaces
 from lit_sb3.algorithms import archive
 from lit_sb3.algorithms.fit_context import FitContext
 from lit_sb3.callbacks.base import BaseCallback, CallbackList, ConvertCallback
+from lit_sb3.core.logger import send_dump
 from lit_sb3.core.preprocessing import check_for_nested_spaces, get_device
 from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import GymEnv, MaybeCallback, Schedule
@@ -749,35 +750,8 @@ class BaseAlgorithm(L.LightningModule):
         entries.update({k: (v, ()) for k, v in metrics.items()})
         self._log_buffer = {}
         self._log_counts = {}
-        if not entries:
-            return
-        tensors = [k for k, (v, _) in entries.items() if isinstance(v, th.Tensor)]
-        if tensors:  # one device sync for all tensors
-            values = th.stack([entries[k][0].detach().float().reshape(()) for k in tensors]).cpu().tolist()
-            for key, value in zip(tensors, values):
-                entries[key] = (value, entries[key][1])
-        numbers = {k: (v, f) for k, (v, f) in entries.items() if isinstance(v, (int, float, np.number, bool))}
-        clean = {k: float(v) for k, (v, _) in numbers.items()}
-        self.last_logged.update(clean)
-        if console and self.verbose >= 1:
-            from lit_sb3.core.logger import console_table
-
-            shown = {
-                k: int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else float(v)
-                for k, (v, _) in numbers.items()
-            }
-            table = console_table(shown, {k: f for k, (_, f) in numbers.items()})
-            if table is not None:
-                print(table, flush=True)
-        trainer = attached_trainer(self)
-        if trainer is None:
-            return
-        trainer.callback_metrics.update({k: th.tensor(v) for k, v in clean.items()})
-        for logger in trainer.loggers:
-            name = type(logger).__name__.lower()
-            sent = {k: clean[k] for k, (_, formats) in numbers.items() if not any(f.lower() in name for f in formats)}
-            if sent:
-                logger.log_metrics(sent, step=step)
+        if entries:
+            self.last_logged.update(send_dump(entries, step, attached_trainer(self), console and self.verbose >= 1))
 
     def flush_logs(self) -> None:
         """Send whatever is still buffered, at the current env step (not printed: SB3 prints only its dumps)."""

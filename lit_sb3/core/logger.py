@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch as th
 
 from lit_sb3.utils.math import safe_mean
@@ -21,7 +22,7 @@ from lit_sb3.utils.math import safe_mean
 if TYPE_CHECKING:
     from lit_sb3.algorithms.base import BaseAlgorithm
 
-__all__ = ["Logger", "console_table", "rollout_metrics"]
+__all__ = ["Logger", "console_table", "rollout_metrics", "send_dump"]
 
 
 class Logger:
@@ -97,6 +98,49 @@ class Logger:
             if log_dir is not None:
                 return str(log_dir)
         return None
+
+
+def send_dump(
+    entries: dict[str, tuple[Any, tuple[str, ...]]], step: int, trainer: Any, console: bool
+) -> dict[str, float]:
+    """One dump of a model's log buffer (SB3's ``logger.dump(step)``): tensors read with one device sync, SB3's
+    console table printed (``console``), each Lightning logger of ``trainer`` sent the values whose excluded formats
+    do not match its class name, ``trainer.callback_metrics`` updated (so that ``ModelCheckpoint(monitor=...)`` sees
+    them). Values that are not scalars (strings, figures) are dropped: Lightning's ``log_metrics`` takes scalars.
+
+    Args:
+        entries: key -> (value, output formats excluded).
+        step: the env step of every value.
+        trainer: the model's trainer, or None (not attached: nothing is sent).
+        console: print the table.
+
+    Returns:
+        The scalar values of the dump, as floats.
+    """
+    tensors = [k for k, (v, _) in entries.items() if isinstance(v, th.Tensor)]
+    if tensors:  # one device sync for all tensors
+        values = th.stack([entries[k][0].detach().float().reshape(()) for k in tensors]).cpu().tolist()
+        for key, value in zip(tensors, values):
+            entries[key] = (value, entries[key][1])
+    numbers = {k: (v, f) for k, (v, f) in entries.items() if isinstance(v, (int, float, np.number, bool))}
+    clean = {k: float(v) for k, (v, _) in numbers.items()}
+    if console:
+        shown = {
+            k: int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else float(v)
+            for k, (v, _) in numbers.items()
+        }
+        table = console_table(shown, {k: f for k, (_, f) in numbers.items()})
+        if table is not None:
+            print(table, flush=True)
+    if trainer is None:
+        return clean
+    trainer.callback_metrics.update({k: th.tensor(v) for k, v in clean.items()})
+    for logger in trainer.loggers:
+        name = type(logger).__name__.lower()
+        sent = {k: clean[k] for k, (_, formats) in numbers.items() if not any(f.lower() in name for f in formats)}
+        if sent:
+            logger.log_metrics(sent, step=step)
+    return clean
 
 
 def rollout_metrics(ep_infos: Sequence[dict[str, Any]], successes: Sequence[bool] = ()) -> dict[str, float]:
