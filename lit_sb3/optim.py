@@ -29,7 +29,6 @@ __all__ = [
     "PerSeedOptimizer",
     "PerSeedRMSprop",
     "build_optimizer",
-    "make_per_seed_optimizer",
     "optimizer_build_kwargs",
 ]
 
@@ -56,8 +55,6 @@ def _adam_factors(
 class PerSeedOptimizer(th.optim.Optimizer):
     """Base of the per-seed optimisers: ``step(active)`` moves only the seeds where ``active`` is True."""
 
-    single_class: type[th.optim.Optimizer]
-
     def __init__(self, params: Sequence[nn.Parameter], n_seeds: int, defaults: dict[str, Any]) -> None:
         super().__init__(list(params), defaults)
         self.n_seeds = n_seeds
@@ -77,10 +74,6 @@ class PerSeedOptimizer(th.optim.Optimizer):
             return th.ones(self.n_seeds, dtype=th.bool, device=device)
         return active.to(device=device, dtype=th.bool)
 
-    def member_state(self, k: int, params: Sequence[nn.Parameter]) -> dict[str, Any]:
-        """Seed ``k``'s state as the single class's ``state_dict`` over ``params`` (the member's parameters)."""
-        raise NotImplementedError
-
 
 class PerSeedAdam(PerSeedOptimizer):
     """Adam over stacked ``[K, ...]`` parameters with one step count per seed (torch's Adam math).
@@ -92,8 +85,6 @@ class PerSeedAdam(PerSeedOptimizer):
         betas: Adam's betas.
         eps: Adam's epsilon.
     """
-
-    single_class = th.optim.Adam
 
     def __init__(
         self,
@@ -154,18 +145,6 @@ class PerSeedAdam(PerSeedOptimizer):
                 update = _per_seed(step_size, p) * exp_avg / denom
                 p.sub_(th.where(m, update, th.zeros((), dtype=p.dtype, device=p.device)))
 
-    def member_state(self, k: int, params: Sequence[nn.Parameter]) -> dict[str, Any]:
-        state = {}
-        for j, p in enumerate(self.param_groups[0]["params"]):
-            s = self.state.get(p)
-            if s and float(s["step"][k]) > 0:
-                state[j] = {
-                    "step": th.tensor(float(s["step"][k])),
-                    "exp_avg": s["exp_avg"][k].detach().clone(),
-                    "exp_avg_sq": s["exp_avg_sq"][k].detach().clone(),
-                }
-        return state
-
 
 class PerSeedRMSprop(PerSeedOptimizer):
     """RMSprop (no momentum, not centred: SB3's A2C) over stacked parameters, per-seed masked.
@@ -177,8 +156,6 @@ class PerSeedRMSprop(PerSeedOptimizer):
         alpha: smoothing constant.
         eps: epsilon added to the root.
     """
-
-    single_class = th.optim.RMSprop
 
     def __init__(
         self, params: Sequence[nn.Parameter], n_seeds: int, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8
@@ -205,14 +182,6 @@ class PerSeedRMSprop(PerSeedOptimizer):
                 square_avg.copy_(th.where(m, square_avg * alpha + (1 - alpha) * grad * grad, square_avg))
                 avg = square_avg.sqrt() + eps
                 p.sub_(th.where(m, lr * grad / avg, th.zeros((), dtype=p.dtype, device=p.device)))
-
-    def member_state(self, k: int, params: Sequence[nn.Parameter]) -> dict[str, Any]:
-        state = {}
-        for j, p in enumerate(self.param_groups[0]["params"]):
-            s = self.state.get(p)
-            if s and float(s["step"][k]) > 0:
-                state[j] = {"step": th.tensor(float(s["step"][k])), "square_avg": s["square_avg"][k].detach().clone()}
-        return state
 
 
 _DEFAULTS_ALLOWED = {
@@ -292,26 +261,3 @@ def build_optimizer(
         )
     cls = PerSeedAdam if optimizer_class is th.optim.Adam else PerSeedRMSprop
     return cls(list(params), n_seeds, lr=lr, **options)
-
-
-def make_per_seed_optimizer(
-    single: th.optim.Optimizer, params: Sequence[nn.Parameter], n_seeds: int
-) -> th.optim.Optimizer:
-    """The per-seed optimiser matching a member's optimiser (Adam or RMSprop with SB3's options), through
-    :func:`build_optimizer`.
-
-    Args:
-        single: the first member's policy optimiser (its class and hyperparameters are used).
-        params: the stacked parameters.
-        n_seeds: K.
-    """
-    cls = type(single)
-    group = single.param_groups[0]
-    if cls not in _DEFAULTS_ALLOWED:
-        raise ValueError(
-            f"seed batching supports the optimizer classes Adam and RMSprop, got {cls.__name__} "
-            "(policy_kwargs['optimizer_class'])."
-        )
-    keys = {"betas", "eps"} if cls is th.optim.Adam else {"alpha", "eps"}
-    options = {k: group[k] for k in (*keys, *_DEFAULTS_ALLOWED[cls]) if k in group}
-    return build_optimizer(cls, params, group["lr"], options, n_seeds=n_seeds, seeds_sit_out=True)

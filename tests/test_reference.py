@@ -157,3 +157,18 @@ def test_the_on_policy_budget_list_is_the_registry_s_on_policy_classes():
 
     on_policy = {name for name in ALGORITHMS if issubclass(get_algo_class(name), OnPolicyAlgorithm)}
     assert set(ON_POLICY) == on_policy
+
+
+@pytest.mark.parametrize(("algo", "env"), [("sac", "Pendulum-v1"), ("dqn", "CartPole-v1")])
+def test_both_sides_log_the_same_params_where_the_model_resolves_a_default(tmp_path, mlflow_template, algo, env):
+    """Defaults a model resolves when it is built (SAC's ``target_entropy="auto"`` to -dim(A), ``train_freq=1`` to
+    ``(1, 'step')``, ``replay_buffer_class=None`` to ``ReplayBuffer``) are logged alike on both sides: the report
+    lists every param that differs between the sides as a difference of their configurations."""
+    uri = copy_store(tmp_path, mlflow_template)
+    code, out = _bench("run", "--impl", "lit_sb3,sb3", "--algos", algo, "--envs", env, "--seeds", "1",
+                       "--n-timesteps", "256", "--eval-freq", "128", "--eval-episodes", "1", "--jobs", "2",
+                       "--experiment", "params", "--tracking-uri", uri)  # fmt: skip
+    assert code == 0, out
+    sb3, lit = ({k: v for k, v in r.data.params.items() if k != "n_timesteps_requested"}
+                for r in sorted(runs(uri, "params"), key=lambda r: r.data.tags["impl"] != "sb3"))  # fmt: skip
+    assert {k: (sb3.get(k), lit.get(k)) for k in set(sb3) | set(lit) if sb3.get(k) != lit.get(k)} == {}

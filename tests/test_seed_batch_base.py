@@ -22,7 +22,6 @@ from lit_sb3.policies.seed_stack import (
     seed_mse,
     seed_smooth_l1,
     stack_module,
-    stack_sequential,
 )
 from lit_sb3.policies.torch_layers import EnsembleLinear, NatureCNN
 from tests.tolerances import optimizer_step_bound, parameter_atol, reassociation_rtol, state_tolerances
@@ -41,9 +40,10 @@ def _mlps(k: int) -> list[nn.Sequential]:
     return out
 
 
-def test_stack_sequential_computes_each_seed_and_writes_back():
+def test_stack_module_of_mlps_computes_each_seed_and_writes_back():
     mlps = _mlps(3)
-    stacked, links = stack_sequential(mlps)
+    stacked, links = stack_module(mlps)
+    assert isinstance(stacked, nn.Sequential) and isinstance(stacked[0], EnsembleLinear)
     x = th.randn(3, 5, 3)
     y = stacked(x)
     for i, mlp in enumerate(mlps):
@@ -57,23 +57,19 @@ def test_stack_sequential_computes_each_seed_and_writes_back():
     assert not th.allclose(stacked(x)[0], mlps[0](x[0]))  # only seed 1 was written back
 
 
-def test_stack_sequential_of_ensembles_is_seed_major():
+def test_stack_module_of_ensembles_is_seed_major():
     ensembles = [nn.Sequential(EnsembleLinear(2, 4, 3), nn.ReLU(), EnsembleLinear(2, 3, 1)) for _ in range(3)]
-    stacked, _ = stack_sequential(ensembles)
+    stacked, _ = stack_module(ensembles)
+    assert stacked[0].n_members == 6
     x = th.randn(3, 6, 4)
     y = stacked(x.repeat_interleave(2, 0)).view(3, 2, 6, 1)
     for i, ensemble in enumerate(ensembles):
         th.testing.assert_close(y[i], ensemble(x[i]))
 
 
-def test_stack_sequential_refuses_layers_with_state():
-    with pytest.raises(NotImplementedError, match="LayerNorm"):
-        stack_sequential([nn.Sequential(nn.Linear(2, 2), nn.LayerNorm(2)) for _ in range(2)])
-
-
 def test_clip_grad_norm_per_seed_equals_clip_grad_norm_of_each_seed():
     mlps = _mlps(4)
-    stacked, _ = stack_sequential(mlps)
+    stacked, _ = stack_module(mlps)
     x, target = th.randn(4, 7, 3), th.randn(4, 7, 2) * 10
     ((stacked(x) - target) ** 2).mean(dim=(1, 2)).sum().backward()
     norms = clip_grad_norm_per_seed(list(stacked.parameters()), 0.5, 4)
@@ -99,7 +95,7 @@ def test_per_seed_optimizer_equals_separate_optimizers_when_a_seed_sits_out(per_
     """A seed masked out of some steps neither moves nor ages (its bias correction) and afterwards goes on exactly
     as a separate optimiser that skipped those steps; the other seeds equal their separate optimisers throughout."""
     mlps = _mlps(3)
-    stacked, _ = stack_sequential(mlps)
+    stacked, links = stack_module(mlps)
     params = list(stacked.parameters())
     optimizer = per_seed_cls(params, 3, **kwargs)
     singles = [single_cls(m.parameters(), **kwargs) for m in mlps]
@@ -122,8 +118,20 @@ def test_per_seed_optimizer_equals_separate_optimizers_when_a_seed_sits_out(per_
         for i, mlp in enumerate(mlps):
             th.testing.assert_close(stacked[0].weight[i].detach(), mlp[0].weight.detach().t(), atol=atol, rtol=0.0)
             th.testing.assert_close(stacked[2].bias[i, 0].detach(), mlp[2].bias.detach(), atol=atol, rtol=0.0)
-    member = optimizer.member_state(1, list(mlps[1].parameters()))
-    assert float(member[0]["step"]) == 3.0  # seed 1 stepped 3 of the 5 times
+    # seed i's optimiser state, read as a SeedBatch member receives it (each stacked moment sliced by the parameter's
+    # ParamLink, the step count indexed by seed), is its separate optimiser's (one pass over the same gradients)
+    for link in links:
+        state = optimizer.state[link.stacked]
+        assert state["step"].tolist() == [5.0, 3.0, 5.0]  # seed 1 stepped 3 of the 5 times
+        for i, single in enumerate(singles):
+            expected = single.state[link.member_tensors[i]]
+            assert float(state["step"][i]) == float(expected["step"])
+            for key in set(state) - {"step"}:
+                th.testing.assert_close(
+                    link.seed_slice(i, state[key]),
+                    expected[key],
+                    **state_tolerances(expected[key], reassociation_rtol(12)),
+                )
 
 
 class _Recorder:

@@ -31,12 +31,12 @@ from gymnasium import spaces
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.on_policy import obs_as_tensor
 from lit_sb3.callbacks.base import BaseCallback
+from lit_sb3.core.logger import rollout_metrics
 from lit_sb3.core.schedules import get_schedule_fn
 from lit_sb3.core.types import GymEnv, Schedule
 from lit_sb3.policies.ars import ARSLinearPolicy, ARSPolicy
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.seed_stack import ParamLink, seed_randn_like
-from lit_sb3.utils.math import safe_mean
 
 __all__ = ["ARS"]
 
@@ -490,10 +490,7 @@ class ARS(BaseAlgorithm):
                 "time/time_elapsed": int(time_elapsed),
                 "time/total_timesteps": steps,
             }
-            infos = self._ep_info_buffers[i]
-            if len(infos) > 0:
-                metrics["rollout/ep_rew_mean"] = safe_mean([ep["r"] for ep in infos])
-                metrics["rollout/ep_len_mean"] = safe_mean([ep["l"] for ep in infos])
+            metrics.update(rollout_metrics(self._ep_info_buffers[i]))
             if self._seed_state is None:
                 self.log_metrics(metrics, step=self.num_timesteps)
             else:

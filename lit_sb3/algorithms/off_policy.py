@@ -50,13 +50,13 @@ from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
 from lit_sb3.buffers.replay import ReplayBuffer
 from lit_sb3.buffers.seed_replay import SeedReplayBuffer
 from lit_sb3.callbacks.base import BaseCallback
+from lit_sb3.core.logger import rollout_metrics
 from lit_sb3.core.noise import ActionNoise, VectorizedActionNoise, noise_from_dict, noise_to_dict
 from lit_sb3.core.preprocessing import is_image_space
 from lit_sb3.core.types import MaybeCallback, RolloutReturn, Schedule, TrainFreq, TrainFrequencyUnit
 from lit_sb3.policies.base import BasePolicy
 from lit_sb3.policies.registry import register_class
 from lit_sb3.utils.files import BadFileError
-from lit_sb3.utils.math import safe_mean
 from lit_sb3.utils.training import should_collect_more_steps
 from lit_sb3.vec_env import VecEnv
 
@@ -942,14 +942,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             "time/time_elapsed": int(time_elapsed),
             "time/total_timesteps": self.num_timesteps,
         }
-        if len(infos) > 0 and len(infos[0]) > 0:
-            metrics["rollout/ep_rew_mean"] = safe_mean([ep_info["r"] for ep_info in infos])
-            metrics["rollout/ep_len_mean"] = safe_mean([ep_info["l"] for ep_info in infos])
+        metrics.update(rollout_metrics(infos, successes))
         if self.use_sde:
             std = self.actor.get_std().detach()  # type: ignore[operator]
             metrics["train/std"] = std.mean() if state is None else std[i].mean()
-        if len(successes) > 0:
-            metrics["rollout/success_rate"] = safe_mean(successes)
         if state is None:
             self.log_metrics(metrics, step=self.num_timesteps)
         else:

@@ -22,10 +22,11 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.seed_dim import _copy_obs, _obs_at, _set_obs
 from lit_sb3.buffers.rollout import DictRolloutBuffer, RolloutBuffer
 from lit_sb3.callbacks.base import BaseCallback
+from lit_sb3.core.logger import rollout_metrics
 from lit_sb3.core.types import Schedule
 from lit_sb3.policies.base import ActorCriticCnnPolicy, ActorCriticPolicy, BasePolicy, MultiInputActorCriticPolicy
 from lit_sb3.policies.seed_stack import clip_grad_norm_per_seed
-from lit_sb3.utils.math import explained_variance, safe_mean
+from lit_sb3.utils.math import explained_variance
 from lit_sb3.vec_env import VecEnv
 
 __all__ = ["OnPolicyAlgorithm", "run_iterations", "seed_average", "seed_normalize"]
@@ -572,11 +573,7 @@ class OnPolicyAlgorithm(BaseAlgorithm):
             infos = self.ep_info_buffer if state is None else state.ep_info_buffers[i]
             successes = self.ep_success_buffer if state is None else state.ep_success_buffers[i]
             assert infos is not None and successes is not None
-            if len(infos) > 0:
-                metrics["rollout/ep_rew_mean"] = safe_mean([ep["r"] for ep in infos])
-                metrics["rollout/ep_len_mean"] = safe_mean([ep["l"] for ep in infos])
-            if len(successes) > 0:
-                metrics["rollout/success_rate"] = safe_mean(successes)
+            metrics.update(rollout_metrics(infos, successes))
             if state is None:
                 self.log_metrics(metrics, step=self.num_timesteps)
             else:

@@ -11,15 +11,18 @@ bound to the same model sees the same values.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch as th
+
+from lit_sb3.utils.math import safe_mean
 
 if TYPE_CHECKING:
     from lit_sb3.algorithms.base import BaseAlgorithm
 
-__all__ = ["Logger", "console_table"]
+__all__ = ["Logger", "console_table", "rollout_metrics", "send_dump"]
 
 
 class Logger:
@@ -95,6 +98,66 @@ class Logger:
             if log_dir is not None:
                 return str(log_dir)
         return None
+
+
+def send_dump(
+    entries: dict[str, tuple[Any, tuple[str, ...]]], step: int, trainer: Any, console: bool
+) -> dict[str, float]:
+    """One dump of a model's log buffer (SB3's ``logger.dump(step)``): tensors read with one device sync, SB3's
+    console table printed (``console``), each Lightning logger of ``trainer`` sent the values whose excluded formats
+    do not match its class name, ``trainer.callback_metrics`` updated (so that ``ModelCheckpoint(monitor=...)`` sees
+    them). Values that are not scalars (strings, figures) are dropped: Lightning's ``log_metrics`` takes scalars.
+
+    Args:
+        entries: key -> (value, output formats excluded).
+        step: the env step of every value.
+        trainer: the model's trainer, or None (not attached: nothing is sent).
+        console: print the table.
+
+    Returns:
+        The scalar values of the dump, as floats.
+    """
+    tensors = [k for k, (v, _) in entries.items() if isinstance(v, th.Tensor)]
+    if tensors:  # one device sync for all tensors
+        values = th.stack([entries[k][0].detach().float().reshape(()) for k in tensors]).cpu().tolist()
+        for key, value in zip(tensors, values):
+            entries[key] = (value, entries[key][1])
+    numbers = {k: (v, f) for k, (v, f) in entries.items() if isinstance(v, (int, float, np.number, bool))}
+    clean = {k: float(v) for k, (v, _) in numbers.items()}
+    if console:
+        shown = {
+            k: int(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else float(v)
+            for k, (v, _) in numbers.items()
+        }
+        table = console_table(shown, {k: f for k, (_, f) in numbers.items()})
+        if table is not None:
+            print(table, flush=True)
+    if trainer is None:
+        return clean
+    trainer.callback_metrics.update({k: th.tensor(v) for k, v in clean.items()})
+    for logger in trainer.loggers:
+        name = type(logger).__name__.lower()
+        sent = {k: clean[k] for k, (_, formats) in numbers.items() if not any(f.lower() in name for f in formats)}
+        if sent:
+            logger.log_metrics(sent, step=step)
+    return clean
+
+
+def rollout_metrics(ep_infos: Sequence[dict[str, Any]], successes: Sequence[bool] = ()) -> dict[str, float]:
+    """SB3's ``rollout/`` values of a dump: the mean episode return and length over the episode statistics window
+    (when it holds episodes), and the success rate (when episodes reported ``is_success``).
+
+    Args:
+        ep_infos: the window of Monitor episode infos (``{"r": return, "l": length, ...}``).
+        successes: the window of episode successes.
+    """
+    metrics: dict[str, float] = {}
+    if len(ep_infos) > 0 and len(ep_infos[0]) > 0:
+        metrics["rollout/ep_rew_mean"] = safe_mean([ep_info["r"] for ep_info in ep_infos])
+        metrics["rollout/ep_len_mean"] = safe_mean([ep_info["l"] for ep_info in ep_infos])
+    if len(successes) > 0:
+        metrics["rollout/success_rate"] = safe_mean(successes)
+    return metrics
 
 
 def _truncate(text: str, max_length: int) -> str:

@@ -16,7 +16,6 @@ uses only these):
   other parameter-free modules (``Flatten``, ...) run with K folded into the batch (:class:`SeedFolded`). A layer
   kind not stacked yet (GRU, a leaf module holding its own state) raises ``NotImplementedError`` naming
   it: K=1 never stacks anything and always works.
-  :func:`stack_sequential` is the same for a list of ``nn.Sequential``.
 * :func:`seed_mean`, :func:`seed_mse`, :func:`seed_smooth_l1` — per-seed reductions ``[K, ...] -> [K]``; at K=1 they
   are the exact reduction a single-seed run uses (``x.mean()``, ``F.mse_loss(...)``: a scalar, on the single-seed
   tensors that carry no seed dimension at K=1), so K=1 stays bitwise.
@@ -59,7 +58,6 @@ __all__ = [
     "seed_randn_like",
     "seed_smooth_l1",
     "stack_module",
-    "stack_sequential",
 ]
 
 # elementwise, parameter-free layers: they run on [K, batch, ...] as they are
@@ -133,45 +131,12 @@ def _stack_linear(layers: Sequence[nn.Module]) -> tuple[EnsembleLinear, list[Par
             if stacked.bias is not None:
                 stacked.bias.copy_(th.cat([layer.bias.detach() for layer in layers]))
         links = [ParamLink(stacked.weight, [layer.weight for layer in layers])]
-    else:  # pragma: no cover - guarded by stack_sequential
+    else:  # pragma: no cover - guarded by _stack_into
         raise TypeError(type(first).__name__)
     if stacked.bias is not None:
         links.append(ParamLink(stacked.bias, [layer.bias for layer in layers]))
     stacked.to(device=first.weight.device, dtype=first.weight.dtype)
     return stacked, links
-
-
-def stack_sequential(modules: Sequence[nn.Module]) -> tuple[nn.Sequential, list[ParamLink]]:
-    """Stack K identically shaped MLPs (``nn.Linear``/``EnsembleLinear`` layers and parameter-free layers such as
-    activations) into one ``nn.Sequential`` evaluated on ``[K * n, batch, features]`` inputs.
-
-    Args:
-        modules: K ``nn.Sequential`` (or a single Linear/EnsembleLinear each), one per seed.
-
-    Returns:
-        The stacked module and the links of its parameters to the K originals.
-    """
-    seqs = [list(m) if isinstance(m, nn.Sequential) else [m] for m in modules]
-    layers: list[nn.Module] = []
-    links: list[ParamLink] = []
-    for position, group in enumerate(zip(*seqs)):
-        first = group[0]
-        if isinstance(first, (nn.Linear, EnsembleLinear)):
-            stacked, layer_links = _stack_linear(group)
-            layers.append(stacked)
-            links += layer_links
-        elif type(first) is nn.ReLU and layers and isinstance(layers[-1], EnsembleLinear):
-            # in place on the fresh matmul output (K times the single run's activation: a second copy of it costs
-            # memory traffic, not just memory)
-            layers.append(nn.ReLU(inplace=True))
-        elif next(first.parameters(recurse=True), None) is None and next(first.buffers(), None) is None:
-            layers.append(first)  # stateless, elementwise (activations, Tanh, Hardtanh)
-        else:
-            raise NotImplementedError(
-                f"seed batching stacks MLPs of Linear layers and activations; layer {position} is "
-                f"{type(first).__name__}, which has parameters or state (not supported yet)."
-            )
-    return nn.Sequential(*layers), links
 
 
 def clip_grad_norm_per_seed(

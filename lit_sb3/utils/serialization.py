@@ -622,7 +622,7 @@ def load_archive(
         path: archive path or readable buffer.
         device: ``map_location`` of the tensors.
         limits: member name -> the most bytes it may declare, from what the model it describes can need
-            (``BaseAlgorithm._archive_limits``); None: only the fixed limits.
+            (``lit_sb3.algorithms.archive.archive_limits``); None: only the fixed limits.
 
     Returns:
         ``(data, tensors)``: the decoded-JSON ``data.json`` (values still encoded) and ``{"model": ...,

@@ -16,6 +16,7 @@ import csv
 import json
 import shutil
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -72,31 +73,30 @@ def zoo_job_spec(run: ZooRun) -> Any:
 
 
 def _default_params(spec: Any) -> dict[str, str]:
-    """The algorithm's constructor defaults that the job's params do not set, in the form a lit_sb3 job run logs
-    them (its model's hyperparameters, :class:`~lit_sb3.zoo.tracking.logger.JobMLFlowLogger`): the argument names
-    and defaults are SB3's / sb3-contrib's, so both sides' runs carry the same params."""
-    from lit_sb3.zoo.registry import algo_defaults
+    """The params a lit_sb3 run of the job adds to the job's own (:class:`~lit_sb3.zoo.tracking.logger.JobMLFlowLogger`):
+    its model's constructor arguments as the model holds them once built for the job's env, in the logger's text.
+    SB3 and lit_sb3 take the same arguments with the same defaults and resolve them alike when the model is set up
+    (``target_entropy="auto"`` to -dim(A), ``train_freq=1`` to ``(1, 'step')``, ``replay_buffer_class=None`` to the
+    buffer the observation space needs, ``use_sde`` into ``policy_kwargs``), so building the lit_sb3 model (on the
+    evaluation env: one env, nothing trained) gives both sides the same params, by one code path.
+
+    Args:
+        spec: the job.
+    """
     from lit_sb3.zoo.tracking.names import flatten_params, job_params, parse_logged
+    from lit_sb3.zoo.worker.envs import build_env, model_arguments
 
-    logged = job_params(spec)
-    # a model stores ``*_kwargs=None`` as {} (the lit_sb3 run logs "{}"), SB3 as None: logged as the lit side does
-    defaults = {k: {} if v is None and k.endswith("_kwargs") else v for k, v in algo_defaults(spec.algo).items()}
-    if "replay_buffer_class" in defaults and defaults["replay_buffer_class"] is None:
-        defaults["replay_buffer_class"] = _replay_buffer_name(spec)
-    text = flatten_params({k: parse_logged(v) for k, v in defaults.items()})
-    return {k: v for k, v in text.items() if k not in logged}
-
-
-def _replay_buffer_name(spec: Any) -> str:
-    """The replay buffer SB3 (and lit_sb3, whose run logs the resolved class) picks for ``replay_buffer_class=None``:
-    ``DictReplayBuffer`` for a Dict observation space, else ``ReplayBuffer``."""
-    import gymnasium as gym
-
-    env = gym.make(spec.env_id)
+    env = build_env(spec, evaluation=True)
     try:
-        return "DictReplayBuffer" if isinstance(env.observation_space, gym.spaces.Dict) else "ReplayBuffer"
+        with warnings.catch_warnings():  # e.g. a batch size that does not divide n_steps * 1 env: not used here
+            warnings.simplefilter("ignore")
+            cls, policy, kwargs = model_arguments(spec, env.action_space)
+            model = cls(policy, env=env, **kwargs)
+        text = flatten_params({k: parse_logged(v) for k, v in model.hyperparameters_for_logging().items()})
     finally:
         env.close()
+    logged = job_params(spec)
+    return {k: v for k, v in text.items() if k not in logged}
 
 
 def _rollout_curve(run: ZooRun, budget: int) -> list[tuple[int, float]]:

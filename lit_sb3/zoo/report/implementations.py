@@ -113,7 +113,9 @@ class Implementations(Section):
             blocks.append(Block("p", (
                 f"{_n(len(cells), 'cell')} (algorithm × env) with runs of both. Per cell: each side's IQM of the "
                 f"final score (raw return) with its 95 % stratified-bootstrap CI; P({ours} > {other}) with its "
-                f"{interval}; the verdict by an exact permutation test of P({ours} > {other}) per cell (Mann-Whitney, "
+                f"{interval} (the point: all seed pairs compared, n × n; the interval: anytime-valid, from the n pairs of the "
+                f"same seed index, so it need not be centred on the point and it is wider than a one-look interval"
+                f"); the verdict by an exact permutation test of P({ours} > {other}) per cell (Mann-Whitney, "
                 f"ties half; one look), Holm over the {m} cells: '{ours} better' or '{ours} worse' with family-wise "
                 f"error <= {ALPHA:g}; 'equivalent' when the interval lies inside 0.5 ± {MARGIN:g} (a false "
                 f"equivalence also has probability <= {ALPHA:g} over the family); 'open' otherwise; no verdict "
