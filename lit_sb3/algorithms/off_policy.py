@@ -757,8 +757,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         infos: list[list[dict[str, Any]]],
     ) -> None:
         """K > 1: :meth:`_store_transition` of every seed at once into the K-seed storage (``[K, n_envs, ...]``):
-        each seed's original observations and rewards (its own VecNormalize), terminal observations, and the
-        time-outs folded into the stored dones. A live seed whose original reward or observation is not finite is
+        each seed's original observations and rewards (its own VecNormalize), terminal observations and time-outs. A live seed whose original reward or observation is not finite is
         failed before anything is stored for it (its columns are unused).
 
         Args:
@@ -775,8 +774,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         next_obs = _copy_obs(new_obs)
         next_original = _copy_obs(original_obs) if self._last_original_obs is not None else None
         raw_rewards = np.array(rewards, dtype=np.float32)
-        stored_dones = np.array(dones, dtype=np.float32)
-        timeouts = np.zeros_like(stored_dones)
+        timeouts = np.zeros(np.shape(dones), dtype=np.float32)
         live = self.active_seeds
         for i in live:
             vec_normalize = state.normalizers[i]
@@ -791,16 +789,13 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 if terminal is not None:
                     raw = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
                     _set_obs(next_obs, (i, j), raw)
-                if infos[i][j].get("TimeLimit.truncated", False):
-                    timeouts[i, j] = 1.0
-                    if storage.handle_timeout_termination:
-                        stored_dones[i, j] = 0.0  # a timeout is not a terminal state
+                timeouts[i, j] = infos[i][j].get("TimeLimit.truncated", False)
         for i in live:
             bad_reward = not np.isfinite(raw_rewards[i]).all()
             if bad_reward or not _all_finite(next_obs, i):
                 what = "reward" if bad_reward else "observation"
                 self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
-        storage.add(original_obs, next_obs, buffer_actions, raw_rewards, stored_dones, timeouts, infos)
+        storage.add(original_obs, next_obs, buffer_actions, raw_rewards, dones, timeouts, infos)
         self._last_obs = new_obs
         if next_original is not None:
             self._last_original_obs = next_original
@@ -1064,8 +1059,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
     def replay_buffer_of(self, i: int) -> ReplayBuffer:
         """Seed index i's transitions as the buffer its separate run has (K > 1: a ``ReplayBuffer``,
         ``DictReplayBuffer``, ``NStepReplayBuffer`` or ``HerReplayBuffer`` with seed i's episodes, on seed i's env;
-        e.g. ``m = model.member(i); m.replay_buffer = model.replay_buffer_of(i)`` to continue that seed alone;
-        timeouts are already folded into the stored dones). At K = 1: the replay buffer.
+        e.g. ``m = model.member(i); m.replay_buffer = model.replay_buffer_of(i)`` to continue that seed alone).
+        At K = 1: the replay buffer.
 
         Args:
             i: seed index.
@@ -1078,7 +1073,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             return storage
         member = self.members[i]
         buffer_class: type[ReplayBuffer] = member.replay_buffer_class  # type: ignore[attr-defined]
-        kwargs: dict[str, Any] = {"n_envs": self.n_envs, "handle_timeout_termination": False}
+        kwargs: dict[str, Any] = {
+            "n_envs": self.n_envs,
+            "handle_timeout_termination": storage.handle_timeout_termination,
+        }
         if storage.her is not None:
             kwargs.update(env=self.envs[i] if self.envs else None, copy_info_dict=storage.infos is not None)
             kwargs.update(
@@ -1089,17 +1087,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         else:
             kwargs["optimize_memory_usage"] = self.optimize_memory_usage
         buffer = buffer_class(self.buffer_size, self.observation_space, self.action_space, device=self.device, **kwargs)
-        size = min(storage.capacity, buffer.buffer_size)
-        with th.no_grad():
-            for name, target in buffer._storage_tensors().items():  # (timeouts: they end n-step windows)
-                target[:size].copy_(storage._fields[name][i, :size].reshape(target[:size].shape))
-        if storage.her is not None:
-            assert isinstance(buffer, HerReplayBuffer)
-            for name, array in buffer.episodes.state().items():
-                array[...] = storage.her[i].state()[name]
-            if storage.infos is not None and buffer.infos is not None:
-                buffer.infos[...] = storage.infos[i]
-        buffer.pos, buffer.full = storage.pos, storage.full
+        buffer.storage.take_seed(storage, i)
         return buffer
 
     # ------------------------------------------------------------------
