@@ -757,8 +757,9 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         infos: list[list[dict[str, Any]]],
     ) -> None:
         """K > 1: :meth:`_store_transition` of every seed at once into the K-seed storage (``[K, n_envs, ...]``):
-        each seed's original observations and rewards (its own VecNormalize), terminal observations and time-outs. A live seed whose original reward or observation is not finite is
-        failed before anything is stored for it (its columns are unused).
+        each seed's original observations and rewards (its own VecNormalize), terminal observations and time-outs.
+        A live seed whose original reward or observation is not finite is failed before anything is stored for it
+        (its columns are unused).
 
         Args:
             storage: the :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer`.

@@ -23,21 +23,15 @@ import torch as th
 from gymnasium import spaces
 from numpy.typing import DTypeLike
 
-from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_obs_dtype
+from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_action_dtype, storage_obs_dtype
 from lit_sb3.buffers.her_episodes import STRATEGIES, HerEpisodes, her_rewards, infos_json_default
 from lit_sb3.core.preprocessing import get_action_dim, get_obs_shape
 from lit_sb3.core.types import DictReplayBufferSamples, ReplayBufferSamples
 from lit_sb3.policies.seed_stack import seed_randint
 
-__all__ = ["SeedReplayBuffer", "storage_action_dtype"]
+__all__ = ["SeedReplayBuffer"]
 
 _OBS = ("observations", "next_observations")
-
-
-def storage_action_dtype(dtype: DTypeLike | None) -> np.dtype:
-    """Dtype used to store actions: float64 as float32 (as SB3 does), other dtypes kept."""
-    dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float32)
-    return np.dtype(np.float32) if dtype == np.float64 else dtype
 
 
 def _nested_shape(value: list, depth: int) -> tuple[int, ...]:
@@ -210,8 +204,14 @@ class SeedReplayBuffer:
             self._allocate(capacity)
 
     def _refresh_views(self) -> None:
-        cpu = self.device.type == "cpu"
-        self._np_views = [tensor.numpy() for tensor in self._fields.values()] if cpu else None
+        """The numpy views of a CPU storage (the cheapest writes) and each field's ``[K * capacity * n_envs, ...]``
+        view (gathers)."""
+        self._np_views: list[tuple[np.ndarray, tuple[int, ...]]] | None = None
+        if self.device.type == "cpu":  # slot-major views and the shape of one slot, in the order add writes them
+            self._np_views = [(t.numpy().swapaxes(0, 1), (t.shape[0], *t.shape[2:])) for t in self._fields.values()]
+            if self.optimize_memory_usage:
+                self._np_views.insert(1, self._np_views[0])
+        self._flat = {name: tensor.flatten(0, 2) for name, tensor in self._fields.items()}
 
     def _values(self, obs: Any, next_obs: Any, others: list[Any]) -> list[Any]:
         """The values to write, in the order of the stored fields."""
@@ -271,12 +271,8 @@ class SeedReplayBuffer:
             for tensor, row, value in zip(fields, rows, device_values):
                 tensor[:, row].copy_(value.reshape(tensor[:, row].shape))
         elif self._np_views is not None:  # numpy views of the CPU storage: the cheapest writes
-            views = list(self._np_views)
-            if self.optimize_memory_usage:
-                views.insert(1, views[0])
-            for array, row, value in zip(views, rows, values):
-                view = array[:, row]
-                view[...] = np.reshape(value, view.shape)
+            for (array, shape), row, value in zip(self._np_views, rows, values):
+                array[row] = np.asarray(value).reshape(shape)
         else:
             for tensor, row, value in zip(fields, rows, values):
                 tensor[:, row].copy_(th.as_tensor(np.asarray(value)).reshape(tensor[:, row].shape), non_blocking=True)
@@ -395,11 +391,14 @@ class SeedReplayBuffer:
 
     def _flat_index(self, slots: th.Tensor, envs: th.Tensor) -> th.Tensor:
         """``[K, B]`` slots and sub-envs -> indices into the flattened ``[K * capacity * n_envs]`` storage."""
-        return (slots * self.n_envs + envs + self._seed_index * (self.capacity * self.n_envs)).reshape(-1)
+        index = slots * self.n_envs + envs
+        if self.n_seeds > 1:
+            index = index + self._seed_index * (self.capacity * self.n_envs)
+        return index.reshape(-1)
 
     def _take(self, name: str, index: th.Tensor) -> th.Tensor:
-        tensor = self._fields[name]
-        return tensor.flatten(0, 2).index_select(0, index).view(self.n_seeds, -1, *tensor.shape[3:])
+        flat = self._flat[name]
+        return flat.index_select(0, index).view(self.n_seeds, -1, *flat.shape[1:])
 
     def _take_obs(self, prefix: str, index: th.Tensor) -> Any:
         if self.optimize_memory_usage and prefix == "next_observations":
@@ -410,7 +409,10 @@ class SeedReplayBuffer:
 
     def _terminal(self, index: th.Tensor) -> th.Tensor:
         """The dones at ``index`` without the timeouts, ``[K, B, 1]``."""
-        return (self._take("dones", index) * (1.0 - self._take("timeouts", index))).unsqueeze(-1)
+        dones = self._take("dones", index)
+        if self.handle_timeout_termination:
+            dones = dones * (1.0 - self._take("timeouts", index))
+        return dones.unsqueeze(-1)
 
     def draw_slots(
         self, batch_size: int, generators: Sequence[th.Generator | None] | None, device: th.device
