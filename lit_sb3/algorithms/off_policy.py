@@ -1192,11 +1192,8 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 stacklevel=2,
             )
             assert replay_buffer is not None
-            if isinstance(replay_buffer, SeedReplayBuffer):
-                replay_buffer.truncate_last_trajectory()
-            else:
-                pos = (replay_buffer.pos - 1) % replay_buffer.buffer_size
-                replay_buffer.dones[pos] = True
+            storage = replay_buffer if isinstance(replay_buffer, SeedReplayBuffer) else replay_buffer.storage
+            storage.truncate_last_trajectory()
         if self._seed_state is not None:
             if reset_num_timesteps and self._seeds_sit_out() and self.policy_ready:
                 self._seed_cycles[:] = 0
