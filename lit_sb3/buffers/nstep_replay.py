@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import torch as th
 
 from lit_sb3.buffers.replay import ReplayBuffer
+
+if TYPE_CHECKING:
+    from lit_sb3.vec_env.vec_normalize import VecNormalize
 
 __all__ = ["NStepReplayBuffer"]
 
@@ -42,6 +46,12 @@ class NStepReplayBuffer(ReplayBuffer):
         if self.optimize_memory_usage:
             raise NotImplementedError("NStepReplayBuffer doesn't support optimize_memory_usage=True")
         return {"n_steps": self.n_steps, "gamma": self.gamma}
+
+    def _to_samples(self, data: Any, env: VecNormalize | None) -> Any:
+        samples = super()._to_samples(data, env)
+        if samples.discounts is None:  # n_steps=1: the storage's 1-step samples, with SB3's discounts (gamma)
+            samples = samples._replace(discounts=th.full_like(samples.rewards, self.gamma))
+        return samples
 
     def _init_kwargs(self) -> dict[str, Any]:
         return {**super()._init_kwargs(), "n_steps": self.n_steps, "gamma": self.gamma}
