@@ -1,7 +1,8 @@
 """The suite's one pipeline: plan, claim, launch and summarise a grid of jobs.
 
 ``bench run`` (:mod:`lit_sb3.zoo.commands.run`) and ``bench run --until-verdict`` (:mod:`lit_sb3.zoo.waves`) go
-through these steps, in this order:
+through these steps, in this order (``bench tune`` launches its workers through :func:`make_launcher` and
+:func:`run_tasks`):
 
 - :func:`plan`: every argument checked, the grid expanded into jobs (:func:`lit_sb3.zoo.jobs.plan_grid`), before
   anything is created;
@@ -39,6 +40,7 @@ __all__ = [
     "print_estimate",
     "print_plan",
     "print_summary",
+    "run_tasks",
     "seed_batch_units",
     "summarise",
     "wide_console",
@@ -133,11 +135,13 @@ def _impls(args: argparse.Namespace) -> tuple[list[str], int]:
     return list(dict.fromkeys(impls)), DEFAULT_EVAL_SEED_OFFSET if offset is None else int(offset)
 
 
-def _launcher_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The Ray launcher's options (``--ray-address``, ``--cpus-per-job``, ``--gpus-per-job``); none for local."""
+def _launcher_options(args: argparse.Namespace, show_output: bool = False) -> dict[str, Any]:
+    """The Ray launcher's options (``--ray-address``, ``--cpus-per-job``, ``--gpus-per-job``; the workers' output
+    printed here or not); none for local."""
     if args.launcher != "ray":
         return {}
-    return {"address": args.ray_address, "cpus_per_job": args.cpus_per_job, "gpus_per_job": args.gpus_per_job}
+    return {"address": args.ray_address, "cpus_per_job": args.cpus_per_job, "gpus_per_job": args.gpus_per_job,
+            "log_to_driver": show_output}  # fmt: skip
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -330,17 +334,18 @@ def print_estimate(args: argparse.Namespace, tracking: Any, jobs: Sequence[Any],
 # ---------------------------------------------------------------------------------------------------------
 # launch
 # ---------------------------------------------------------------------------------------------------------
-def make_launcher(args: argparse.Namespace, timeout: float | None = None) -> Any:
+def make_launcher(args: argparse.Namespace, timeout: float | None = None, show_output: bool = False) -> Any:
     """The launcher of ``--launcher`` with its options (``--jobs``, ``--start-method``, Ray's).
 
     Args:
         args: parsed arguments.
         timeout: seconds a job may run (``bench run --timeout``; None: no limit).
+        show_output: Ray: print the workers' output here (``bench tune``'s trial lines).
     """
     from lit_sb3.zoo.launchers import get_launcher
 
     return get_launcher(args.launcher, max_workers=args.jobs, timeout=timeout,
-                        start_method=getattr(args, "start_method", None), **_launcher_options(args))  # fmt: skip
+                        start_method=getattr(args, "start_method", None), **_launcher_options(args, show_output))  # fmt: skip
 
 
 class RunBook:
@@ -410,6 +415,25 @@ def launch(launcher: Any, units: Sequence[Any], tracking: Any, parent_id: str, p
             progress.handle(event)
             if isinstance(event, JobDone):
                 yield event.result
+
+
+def run_tasks(launcher: Any, tasks: Sequence[Any]) -> int:
+    """Run tasks (``bench tune``'s workers) through the launcher, one unit each; 0 when every one returned 0, else
+    1 (a task that did not return is said in one line).
+
+    Args:
+        launcher: a :class:`~lit_sb3.zoo.launchers.base.Launcher`.
+        tasks: :class:`~lit_sb3.zoo.launchers.base.Task` units.
+    """
+    from lit_sb3.zoo.launchers.base import TaskDone
+
+    codes = []
+    for event in launcher.submit(tasks, None, None):
+        if isinstance(event, TaskDone):
+            if event.reason is not None:
+                print(f"{event.task.name} failed: {event.reason}", flush=True)
+            codes.append(event.code)
+    return 0 if len(codes) == len(tasks) and all(code == 0 for code in codes) else 1
 
 
 # ---------------------------------------------------------------------------------------------------------
