@@ -375,7 +375,7 @@ def test_dead_trial_process_is_failed_at_once_and_a_live_one_never(tmp_path: Pat
 
 
 def _slot_worker(spec: str, out: str, n: int) -> None:
-    from lit_sb3.zoo.tuning.workers import TrialSlotLock
+    from lit_sb3.zoo.pipeline import TrialSlotLock
 
     lock = TrialSlotLock(spec, "study")
     for _ in range(n):

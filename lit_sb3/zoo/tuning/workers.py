@@ -19,7 +19,7 @@ long enough (60 s at least) that a live trial on a loaded machine, late with a f
 its worker (whose ``tell`` Optuna would then refuse).
 
 A worker starts a new trial only while finished + running + waiting trials are fewer than ``n_trials``, deciding
-and creating the trial under the study's :class:`TrialSlotLock` (so the study never runs
+and creating the trial under the study's :class:`~lit_sb3.zoo.pipeline.TrialSlotLock` (so the study never runs
 over), runs a waiting (retried) trial first, and otherwise polls until the others' trials end or go stale: a lost
 trial is never left RUNNING while a worker is alive.
 """
@@ -39,7 +39,6 @@ from lit_sb3.zoo.tuning.objective import TuneSettings
 
 __all__ = [
     "LostTrialCallback",
-    "TrialSlotLock",
     "check_ray_tuning",
     "fail_dead_trials",
     "grace_period",
@@ -137,74 +136,6 @@ def fail_dead_trials(study: Any, callback: Any) -> list[int]:
     return failed
 
 
-class TrialSlotLock:
-    """A lock shared by every worker of one study, held from "how many trials are left?" until the trial this
-    worker then starts exists (RUNNING, so the others count it): two workers can no longer both take the last
-    slot and run the study over. PostgreSQL: an advisory lock (``pg_advisory_lock``); MySQL: ``GET_LOCK``;
-    a journal file or a sqlite file (one machine): ``flock`` on ``<storage file>.lock``.
-
-    Args:
-        spec: the storage spec.
-        study_name: the study name (the lock's key).
-    """
-
-    def __init__(self, spec: str, study_name: str) -> None:
-        import hashlib
-
-        from lit_sb3.zoo.tuning.study import is_journal
-
-        self.spec, self.name = spec, f"lit_sb3-tune-{study_name}"
-        self.key = int.from_bytes(hashlib.sha256(self.name.encode()).digest()[:8], "big") & (2**63 - 1)
-        self._engine: Any = None
-        self._held: Any = None
-        if is_journal(spec) or spec.startswith("sqlite:///"):
-            self.path: str | None = (spec if is_journal(spec) else spec[len("sqlite:///") :].split("?")[0]) + ".lock"
-        else:
-            self.path = None
-            if spec.startswith(("postgresql", "postgres", "mysql")):
-                import sqlalchemy
-                from sqlalchemy.pool import NullPool
-
-                self._engine = sqlalchemy.create_engine(spec, poolclass=NullPool)
-
-    def acquire(self) -> None:
-        """Block until this worker holds the lock."""
-        if self.path is not None:
-            import fcntl
-
-            handle = open(self.path, "a")  # noqa: SIM115 - held until release()
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            self._held = handle
-        elif self._engine is not None:
-            import sqlalchemy
-
-            conn = self._engine.connect()
-            if self._engine.dialect.name == "mysql":
-                conn.execute(sqlalchemy.text("SELECT GET_LOCK(:n, -1)"), {"n": self.name})
-            else:
-                conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
-            self._held = conn
-
-    def release(self) -> None:
-        """Let the next worker in (idempotent)."""
-        held, self._held = self._held, None
-        if held is None:
-            return
-        with contextlib.suppress(Exception):
-            if self.path is not None:
-                import fcntl
-
-                fcntl.flock(held, fcntl.LOCK_UN)
-            else:
-                import sqlalchemy
-
-                if self._engine.dialect.name == "mysql":
-                    held.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
-                else:
-                    held.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
-        held.close()
-
-
 def open_heartbeat_storage(spec: str, tracking_uri: str, heartbeat_interval: int, trial_retries: int) -> Any:
     """The study's storage: an RDB URL with heartbeat and retry of lost trials; a journal file as it is.
 
@@ -292,6 +223,7 @@ def _run_trials(settings: TuneSettings, worker: int, heartbeat_interval: int, tr
     import optuna
     from optuna.trial import TrialState
 
+    from lit_sb3.zoo.pipeline import TrialSlotLock
     from lit_sb3.zoo.tracking import process_tag
     from lit_sb3.zoo.tuning.objective import Objective, TrialFailed
     from lit_sb3.zoo.tuning.study import load_or_create_study
