@@ -7,9 +7,9 @@ trials. On a cluster the storage must be an RDB every node reaches (PostgreSQL);
 heartbeat::
 
     RDBStorage(url, heartbeat_interval=h, grace_period=max(3 h, 60 s),
-               heartbeat_stale_trial_callback=RetryFailedTrialCallback(max_retry=--trial-retries))
+               heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=--trial-retries))
 
-(``failed_trial_callback`` before Optuna 4.9)
+(``failed_trial_callback`` and ``RetryFailedTrialCallback`` before Optuna 4.9)
 so the trial of a worker that died stops beating, is marked FAIL by the next worker that looks
 (``optuna.storages.fail_stale_trials``) and re-enqueued with the same parameters (a new trial number: numbers
 never repeat); its MLflow runs are marked KILLED (tag ``lit_sb3.trial_state=lost``). A trial records the process
@@ -59,8 +59,8 @@ PROCESS_ATTR = "lit_sb3.process"
 
 
 class LostTrialCallback:
-    """Optuna ``failed_trial_callback``: end the MLflow runs of a trial whose worker was lost (KILLED), then let
-    ``RetryFailedTrialCallback`` re-enqueue it.
+    """Optuna ``heartbeat_stale_trial_callback``: end the MLflow runs of a trial whose worker was lost (KILLED),
+    then let ``RetryHeartbeatStaleTrialCallback`` (``RetryFailedTrialCallback`` before Optuna 4.9) re-enqueue it.
 
     Args:
         tracking_uri: the MLflow tracking URI.
@@ -68,10 +68,13 @@ class LostTrialCallback:
     """
 
     def __init__(self, tracking_uri: str, max_retry: int) -> None:
-        from optuna.storages import RetryFailedTrialCallback
+        import optuna.storages
 
+        retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
         self.tracking_uri = tracking_uri
-        self.retry = RetryFailedTrialCallback(max_retry=max_retry)
+        with warnings.catch_warnings():  # experimental in Optuna; a user of bench tune has nothing to do about it
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            self.retry = (retry or optuna.storages.RetryFailedTrialCallback)(max_retry=max_retry)
 
     def __call__(self, study: Any, trial: Any) -> None:
         """End the trial's runs, re-enqueue it.
@@ -247,7 +250,8 @@ def _run_trials(settings: TuneSettings, worker: int, heartbeat_interval: int, tr
         before: set[int] = set()
         slot.acquire()  # released once this worker's next trial exists, or below
         try:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 fail_dead_trials(study, lost)
                 optuna.storages.fail_stale_trials(study)
             trials = study.get_trials(deepcopy=False)
