@@ -44,24 +44,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-class _RunBook:
-    def __init__(self, tracking) -> None:  # noqa: ANN001
-        from lit_sb3.zoo.tracking import run_environment_tags
-
-        self.tracking = tracking
-        self.parent = tracking.create_parent_run("bench_grid", {})
-        self.tags = run_environment_tags()
-
-    def start(self, spec) -> str:  # noqa: ANN001
-        return self.tracking.create_job_run(spec, self.parent, self.tags)
-
-    def fail(self, run_id: str, reason: str, status: str = "FAILED", log_text: str | None = None) -> None:
-        self.tracking.fail_run(run_id, reason, status=status, traceback_text=log_text)
-
-    def status(self, run_id: str) -> str:
-        return self.tracking.run_status(run_id)
-
-
 LOG_INTERVAL: int | None = None  # --log-interval
 
 
@@ -86,10 +68,11 @@ def _grid_fps(launcher, jobs, tracking, book) -> list[float]:  # noqa: ANN001
 def scaling(args: argparse.Namespace, overrides: dict[str, str], uri: str) -> float:
     """Median of (sum of 2 parallel jobs' fps) / (lone job's fps)."""
     from lit_sb3.zoo.launchers.local import LocalLauncher
+    from lit_sb3.zoo.pipeline import RunBook
     from lit_sb3.zoo.tracking import open_tracking
 
     tracking = open_tracking(uri, "bench-grid-scaling")
-    book = _RunBook(tracking)
+    book = RunBook(tracking, tracking.create_parent_run("bench_grid", {}))
     one, two = LocalLauncher(max_workers=1), LocalLauncher(max_workers=2)
     one.warm_up()
     _grid_fps(one, _jobs(args.algo, args.env, max(args.steps // 8, 64), [999], overrides), tracking, book)  # warm-up

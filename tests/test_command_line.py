@@ -27,9 +27,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def _planned(args: argparse.Namespace) -> list[str]:
     """The job ids ``bench run`` plans for ``args`` (the identities of its jobs)."""
-    from lit_sb3.zoo.commands.run import _plan
+    from lit_sb3.zoo.pipeline import plan
 
-    jobs, _, _, _ = _plan(args)
+    jobs, _, _, _ = plan(args)
     return sorted(j.job_id for j in jobs)
 
 

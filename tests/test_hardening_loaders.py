@@ -351,7 +351,7 @@ def test_dead_trial_process_is_failed_at_once_and_a_live_one_never(tmp_path: Pat
     import optuna
     from optuna.trial import TrialState
 
-    from lit_sb3.zoo.tuning.ray_workers import PROCESS_ATTR, fail_dead_trials, grace_period
+    from lit_sb3.zoo.tuning.workers import PROCESS_ATTR, fail_dead_trials, grace_period
 
     assert grace_period(2) == 60 and grace_period(30) == 90
     url = f"sqlite:///{tmp_path / 'optuna.db'}"
@@ -375,7 +375,7 @@ def test_dead_trial_process_is_failed_at_once_and_a_live_one_never(tmp_path: Pat
 
 
 def _slot_worker(spec: str, out: str, n: int) -> None:
-    from lit_sb3.zoo.tuning.ray_workers import TrialSlotLock
+    from lit_sb3.zoo.pipeline import TrialSlotLock
 
     lock = TrialSlotLock(spec, "study")
     for _ in range(n):

@@ -757,9 +757,9 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         infos: list[list[dict[str, Any]]],
     ) -> None:
         """K > 1: :meth:`_store_transition` of every seed at once into the K-seed storage (``[K, n_envs, ...]``):
-        each seed's original observations and rewards (its own VecNormalize), terminal observations, and the
-        time-outs folded into the stored dones. A live seed whose original reward or observation is not finite is
-        failed before anything is stored for it (its columns are unused).
+        each seed's original observations and rewards (its own VecNormalize), terminal observations and time-outs.
+        A live seed whose original reward or observation is not finite is failed before anything is stored for it
+        (its columns are unused).
 
         Args:
             storage: the :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer`.
@@ -775,8 +775,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         next_obs = _copy_obs(new_obs)
         next_original = _copy_obs(original_obs) if self._last_original_obs is not None else None
         raw_rewards = np.array(rewards, dtype=np.float32)
-        stored_dones = np.array(dones, dtype=np.float32)
-        timeouts = np.zeros_like(stored_dones)
+        timeouts = np.zeros(np.shape(dones), dtype=np.float32)
         live = self.active_seeds
         for i in live:
             vec_normalize = state.normalizers[i]
@@ -791,16 +790,13 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 if terminal is not None:
                     raw = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
                     _set_obs(next_obs, (i, j), raw)
-                if infos[i][j].get("TimeLimit.truncated", False):
-                    timeouts[i, j] = 1.0
-                    if storage.handle_timeout_termination:
-                        stored_dones[i, j] = 0.0  # a timeout is not a terminal state
+                timeouts[i, j] = infos[i][j].get("TimeLimit.truncated", False)
         for i in live:
             bad_reward = not np.isfinite(raw_rewards[i]).all()
             if bad_reward or not _all_finite(next_obs, i):
                 what = "reward" if bad_reward else "observation"
                 self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
-        storage.add(original_obs, next_obs, buffer_actions, raw_rewards, stored_dones, timeouts, infos)
+        storage.add(original_obs, next_obs, buffer_actions, raw_rewards, dones, timeouts, infos)
         self._last_obs = new_obs
         if next_original is not None:
             self._last_original_obs = next_original
@@ -1060,8 +1056,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
     def replay_buffer_of(self, i: int) -> ReplayBuffer:
         """Seed index i's transitions as the buffer its separate run has (K > 1: a ``ReplayBuffer``,
         ``DictReplayBuffer``, ``NStepReplayBuffer`` or ``HerReplayBuffer`` with seed i's episodes, on seed i's env;
-        e.g. ``m = model.member(i); m.replay_buffer = model.replay_buffer_of(i)`` to continue that seed alone;
-        timeouts are already folded into the stored dones). At K = 1: the replay buffer.
+        e.g. ``m = model.member(i); m.replay_buffer = model.replay_buffer_of(i)`` to continue that seed alone).
+        At K = 1: the replay buffer.
 
         Args:
             i: seed index.
@@ -1074,7 +1070,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
             return storage
         member = self.members[i]
         buffer_class: type[ReplayBuffer] = member.replay_buffer_class  # type: ignore[attr-defined]
-        kwargs: dict[str, Any] = {"n_envs": self.n_envs, "handle_timeout_termination": False}
+        kwargs: dict[str, Any] = {
+            "n_envs": self.n_envs,
+            "handle_timeout_termination": storage.handle_timeout_termination,
+        }
         if storage.her is not None:
             kwargs.update(env=self.envs[i] if self.envs else None, copy_info_dict=storage.infos is not None)
             kwargs.update(
@@ -1085,17 +1084,7 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         else:
             kwargs["optimize_memory_usage"] = self.optimize_memory_usage
         buffer = buffer_class(self.buffer_size, self.observation_space, self.action_space, device=self.device, **kwargs)
-        size = min(storage.capacity, buffer.buffer_size)
-        with th.no_grad():
-            for name, target in buffer._storage_tensors().items():  # (timeouts: they end n-step windows)
-                target[:size].copy_(storage._fields[name][i, :size].reshape(target[:size].shape))
-        if storage.her is not None:
-            assert isinstance(buffer, HerReplayBuffer)
-            for name, array in buffer.episodes.state().items():
-                array[...] = storage.her[i].state()[name]
-            if storage.infos is not None and buffer.infos is not None:
-                buffer.infos[...] = storage.infos[i]
-        buffer.pos, buffer.full = storage.pos, storage.full
+        buffer.storage.take_seed(storage, i)
         return buffer
 
     # ------------------------------------------------------------------
@@ -1199,11 +1188,8 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                 stacklevel=2,
             )
             assert replay_buffer is not None
-            if isinstance(replay_buffer, SeedReplayBuffer):
-                replay_buffer.truncate_last_trajectory()
-            else:
-                pos = (replay_buffer.pos - 1) % replay_buffer.buffer_size
-                replay_buffer.dones[pos] = True
+            storage = replay_buffer if isinstance(replay_buffer, SeedReplayBuffer) else replay_buffer.storage
+            storage.truncate_last_trajectory()
         if self._seed_state is not None:
             if reset_num_timesteps and self._seeds_sit_out() and self.policy_ready:
                 self._seed_cycles[:] = 0

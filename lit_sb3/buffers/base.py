@@ -28,6 +28,7 @@ __all__ = [
     "check_declared_buffer",
     "maybe_warn_memory",
     "numpy_to_torch_dtype",
+    "storage_action_dtype",
     "storage_obs_dtype",
     "total_memory_bytes",
 ]
@@ -54,6 +55,12 @@ def storage_obs_dtype(space: spaces.Space, obs_dtype: DTypeLike | None = None) -
     if dtype == np.float64:
         return np.dtype(np.float32)
     return dtype
+
+
+def storage_action_dtype(dtype: DTypeLike | None) -> np.dtype:
+    """Dtype used to store actions: float64 as float32 (as SB3 does), other dtypes kept."""
+    dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float32)
+    return np.dtype(np.float32) if dtype == np.float64 else dtype
 
 
 def available_memory_bytes() -> int | None:

@@ -2,9 +2,9 @@
 
 The one implementation of Hindsight Experience Replay's index logic: which transitions can be sampled (those of
 finished episodes), which are relabelled, and which achieved goal replaces each relabelled desired goal.
-:class:`~lit_sb3.algorithms.her.HerReplayBuffer` (one seed) holds one, drawing from numpy's global stream as SB3
-does; :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer` (K seeds) holds one per seed, seed i drawing from
-its own ``RandomState`` in the same order, so it draws what its separate run draws.
+:class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer` holds one per seed: the K-seed storage draws seed i's from
+its own ``RandomState``, the one-seed storage of :class:`~lit_sb3.algorithms.her.HerReplayBuffer` from numpy's global
+stream as SB3 does, the same calls in the same order, so a seed draws what its separate run draws.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import io
 import json
 import os
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -24,9 +24,9 @@ import torch as th
 from gymnasium import spaces
 from numpy.typing import DTypeLike
 
-from lit_sb3.buffers.base import BaseBuffer, maybe_warn_memory, numpy_to_torch_dtype, storage_obs_dtype
+from lit_sb3.buffers.base import BaseBuffer, maybe_warn_memory, storage_obs_dtype
+from lit_sb3.buffers.seed_replay import SeedReplayBuffer
 from lit_sb3.core.preprocessing import get_device
-from lit_sb3.core.types import ReplayBufferSamples
 from lit_sb3.utils.files import BadFileError
 
 if TYPE_CHECKING:
@@ -66,6 +66,13 @@ def _read_metadata(data: np.lib.npyio.NpzFile) -> dict[str, Any]:
 
 
 _T = TypeVar("_T", bound="ReplayBuffer")
+
+
+def _map_obs(obs: Any, fn: Callable[[Any], Any]) -> Any:
+    """``fn`` applied to an observation value, or to each value of a Dict observation's."""
+    return {key: fn(value) for key, value in obs.items()} if isinstance(obs, dict) else fn(obs)
+
+
 PathLike = str | os.PathLike | io.IOBase
 
 
@@ -88,14 +95,12 @@ def _open_npz(path: PathLike) -> Iterator[tuple[np.lib.npyio.NpzFile, str]]:
         yield data, where
 
 
-def _maybe_cast_action_dtype(dtype: DTypeLike | None) -> np.dtype:
-    """float64 actions are stored as float32 (as SB3 does); other dtypes are kept."""
-    dtype = np.dtype(dtype) if dtype is not None else np.dtype(np.float32)
-    return np.dtype(np.float32) if dtype == np.float64 else dtype
-
-
 class ReplayBuffer(BaseBuffer):
     """Replay buffer of transitions ``(obs, action, reward, next_obs, done)`` with timeout handling.
+
+    A view of a one-seed :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer` (:attr:`storage`, which holds the
+    replay rules) with SB3's API: indices drawn from torch's global stream, samples normalised with a VecNormalize
+    and moved to :attr:`device`.
 
     Args:
         buffer_size: maximum number of transitions (shared by all envs: ``buffer_size // n_envs`` slots each).
@@ -111,12 +116,7 @@ class ReplayBuffer(BaseBuffer):
         storage_device: device holding the storage ("cpu" by default; "cuda" keeps the buffer on the GPU).
     """
 
-    observations: th.Tensor
-    next_observations: th.Tensor | None
-    actions: th.Tensor
-    rewards: th.Tensor
-    dones: th.Tensor
-    timeouts: th.Tensor
+    storage: SeedReplayBuffer
 
     def __init__(
         self,
@@ -144,14 +144,21 @@ class ReplayBuffer(BaseBuffer):
         # floating samples are cast to this dtype (the networks' under precision="bf16-true"/"64-true"; None: as
         # stored); the algorithm sets it when Lightning has placed the networks
         self.sample_float_dtype: th.dtype | None = None
-        self.action_dtype = _maybe_cast_action_dtype(action_space.dtype)
         self._init_obs_dtype(obs_dtype)
+        self.storage = SeedReplayBuffer(
+            1,
+            self.buffer_size * self.n_envs,
+            observation_space,
+            action_space,
+            self.n_envs,
+            self.storage_device,
+            handle_timeout_termination=handle_timeout_termination,
+            optimize_memory_usage=optimize_memory_usage,
+            obs_dtype=self.obs_dtype,
+            grow=False,
+            **self._storage_options(),
+        )
         maybe_warn_memory(self.nbytes_per_transition() * self.buffer_size * self.n_envs)
-        self._allocate()
-
-    # ------------------------------------------------------------------
-    # Storage
-    # ------------------------------------------------------------------
 
     def _init_obs_dtype(self, obs_dtype: DTypeLike | dict[str, DTypeLike] | None) -> None:
         if isinstance(self.observation_space, spaces.Dict):
@@ -160,61 +167,66 @@ class ReplayBuffer(BaseBuffer):
             raise ValueError("obs_dtype must be a single dtype for a non-Dict observation space, not a dict")
         self.obs_dtype = storage_obs_dtype(self.observation_space, obs_dtype)
 
-    def _zeros(self, shape: tuple[int, ...], dtype: DTypeLike) -> th.Tensor:
-        return th.zeros(
-            (self.buffer_size, self.n_envs, *shape), dtype=numpy_to_torch_dtype(dtype), device=self.storage_device
-        )
+    def _storage_options(self) -> dict[str, Any]:
+        """Subclass hook: the storage's n-step or HER arguments."""
+        return {}
 
-    def _np_view(self, tensor: th.Tensor) -> np.ndarray | None:
-        """A numpy array sharing the tensor's memory (fast writes), when the storage is on the CPU."""
-        return tensor.numpy() if tensor.device.type == "cpu" else None
+    # the storage's write position and its fields, seed dimension dropped (views: writing them writes the storage)
+    @property  # type: ignore[override]
+    def pos(self) -> int:
+        return self.storage.pos
 
-    def _allocate_observations(self) -> None:
-        self.observations = self._zeros(self.obs_shape, self.obs_dtype)
-        self.next_observations = None if self.optimize_memory_usage else self._zeros(self.obs_shape, self.obs_dtype)
+    @pos.setter
+    def pos(self, value: int) -> None:
+        if "storage" in vars(self):  # (BaseBuffer.__init__ sets it before the storage exists)
+            self.storage.pos = int(value)
 
-    def _allocate(self) -> None:
-        """Allocate the storage tensors (zeros) and their flat views."""
-        self._allocate_observations()
-        self.actions = self._zeros((self.action_dim,), self.action_dtype)
-        self.rewards = self._zeros((), np.float32)
-        self.dones = self._zeros((), np.float32)
-        self.timeouts = self._zeros((), np.float32)
-        self._refresh_views()
+    @property  # type: ignore[override]
+    def full(self) -> bool:
+        return self.storage.full
 
-    def _refresh_views(self) -> None:
-        """(Re)build the numpy views (CPU writes) and the ``[size * n_envs, ...]`` flat views (sampling)."""
-        self._obs_np = self._np_view(self.observations)
-        self._next_obs_np = None if self.next_observations is None else self._np_view(self.next_observations)
-        self._np = {name: self._np_view(getattr(self, name)) for name in ("actions", "rewards", "dones", "timeouts")}
+    @full.setter
+    def full(self, value: bool) -> None:
+        if "storage" in vars(self):
+            self.storage.full = bool(value)
 
-    @staticmethod
-    def _flat(tensor: th.Tensor) -> th.Tensor:
-        return tensor.flatten(0, 1)
+    def _field(self, prefix: str) -> Any:
+        group = self.storage._group(prefix)
+        return _map_obs(group, lambda tensor: tensor[0]) if group is not None else None
 
-    def _write(self, tensor: th.Tensor, view: np.ndarray | None, index: int, value: Any) -> None:
-        if view is not None:
-            view[index] = value
-        else:
-            tensor[index].copy_(th.as_tensor(np.asarray(value)).reshape(tensor[index].shape), non_blocking=True)
+    @property
+    def observations(self) -> Any:
+        """``[buffer_size, n_envs, ...]`` observations (a ``{key: tensor}`` dict for Dict spaces)."""
+        return self._field("observations")
+
+    @property
+    def next_observations(self) -> Any:
+        """Next observations as :attr:`observations` (None with ``optimize_memory_usage``)."""
+        return self._field("next_observations")
+
+    @property
+    def actions(self) -> th.Tensor:
+        return self.storage.actions[0]
+
+    @property
+    def rewards(self) -> th.Tensor:
+        return self.storage.rewards[0]
+
+    @property
+    def dones(self) -> th.Tensor:
+        return self.storage.dones[0]
+
+    @property
+    def timeouts(self) -> th.Tensor:
+        return self.storage.timeouts[0]
 
     def _storage_tensors(self) -> dict[str, th.Tensor]:
         """Every storage tensor by name (Dict buffers use ``observations/<key>``)."""
-        tensors = {"observations": self.observations}
-        if self.next_observations is not None:
-            tensors["next_observations"] = self.next_observations
-        tensors.update(
-            {"actions": self.actions, "rewards": self.rewards, "dones": self.dones, "timeouts": self.timeouts}
-        )
-        return tensors
-
-    def _obs_slot_nbytes(self) -> int:
-        n = int(np.prod(self.obs_shape)) * self.obs_dtype.itemsize  # type: ignore[arg-type]
-        return n if self.optimize_memory_usage else 2 * n
+        return {name: tensor[0] for name, tensor in self.storage._fields.items()}
 
     def nbytes_per_transition(self) -> int:
         """Bytes of storage per stored transition (observations, next observations, action, reward, flags)."""
-        return self._obs_slot_nbytes() + self.action_dim * self.action_dtype.itemsize + 3 * 4
+        return self.storage.nbytes_per_transition()
 
     def nbytes(self) -> int:
         """Total bytes held by the storage tensors."""
@@ -224,32 +236,16 @@ class ReplayBuffer(BaseBuffer):
     # Adding
     # ------------------------------------------------------------------
 
-    def _timeouts_from_infos(self, infos: list[dict[str, Any]]) -> np.ndarray:
-        return np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=np.float32)
-
-    def _add_observations(self, obs: Any, next_obs: Any) -> None:
-        obs = np.asarray(obs)
-        next_obs = np.asarray(next_obs)
-        if isinstance(self.observation_space, spaces.Discrete):
-            obs = obs.reshape((self.n_envs, *self.obs_shape))
-            next_obs = next_obs.reshape((self.n_envs, *self.obs_shape))
-        self._write(self.observations, self._obs_np, self.pos, obs)
-        if self.optimize_memory_usage:
-            self._write(self.observations, self._obs_np, (self.pos + 1) % self.buffer_size, next_obs)
-        else:
-            assert self.next_observations is not None
-            self._write(self.next_observations, self._next_obs_np, self.pos, next_obs)
-
     def add(
         self,
-        obs: np.ndarray,
-        next_obs: np.ndarray,
+        obs: Any,
+        next_obs: Any,
         action: np.ndarray,
         reward: np.ndarray,
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        """Store one transition of every env (arrays with a leading ``n_envs`` dim).
+        """Store one transition of every env (arrays with a leading ``n_envs`` dim, dicts of them for Dict spaces).
 
         Args:
             obs: observations.
@@ -259,17 +255,8 @@ class ReplayBuffer(BaseBuffer):
             done: episode ends (termination or truncation).
             infos: step infos; ``"TimeLimit.truncated"`` marks timeouts.
         """
-        self._add_observations(obs, next_obs)
-        action = np.asarray(action).reshape((self.n_envs, self.action_dim))
-        self._write(self.actions, self._np["actions"], self.pos, action)
-        self._write(self.rewards, self._np["rewards"], self.pos, np.asarray(reward).reshape(self.n_envs))
-        self._write(self.dones, self._np["dones"], self.pos, np.asarray(done).reshape(self.n_envs))
-        if self.handle_timeout_termination:
-            self._write(self.timeouts, self._np["timeouts"], self.pos, self._timeouts_from_infos(infos))
-        self.pos += 1
-        if self.pos == self.buffer_size:
-            self.full = True
-            self.pos = 0
+        timeouts = np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=np.float32)
+        self.storage.add(obs, next_obs, action, reward, done, timeouts, [infos])
 
     # ------------------------------------------------------------------
     # Sampling
@@ -279,7 +266,7 @@ class ReplayBuffer(BaseBuffer):
         if not self.full and self.pos == 0:
             raise RuntimeError(f"Cannot sample from an empty {type(self).__name__}: add transitions first.")
 
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> Any:
         """Sample ``batch_size`` transitions uniformly (with replacement), env index uniform too.
 
         Args:
@@ -287,82 +274,65 @@ class ReplayBuffer(BaseBuffer):
             env: VecNormalize whose statistics normalise observations and rewards (None: raw values).
         """
         self._check_not_empty()
-        dev = self.storage_device
-        if self.optimize_memory_usage and self.full:
-            # slot `pos` holds the next obs of the newest transition, not a valid transition start
-            batch_inds = (th.randint(1, self.buffer_size, (batch_size,), device=dev) + self.pos) % self.buffer_size
-        else:
-            upper_bound = self.buffer_size if self.full else self.pos
-            batch_inds = th.randint(0, upper_bound, (batch_size,), device=dev)
-        return self._get_samples(batch_inds, env=env)
+        return self._get_samples(self.storage.draw_slots(batch_size, None, self.storage_device)[0], env=env)
 
     def _env_indices(self, n: int) -> th.Tensor:
         if self.n_envs == 1:
             return th.zeros(n, dtype=th.long, device=self.storage_device)
         return th.randint(0, self.n_envs, (n,), device=self.storage_device)
 
-    def _gather(self, tensor: th.Tensor, flat_idx: th.Tensor) -> th.Tensor:
-        return self._flat(tensor).index_select(0, flat_idx)
+    def _get_samples(self, batch_inds: th.Tensor | np.ndarray, env: VecNormalize | None = None) -> Any:
+        batch_inds = th.as_tensor(batch_inds, dtype=th.long, device=self.storage_device)
+        env_inds = self._env_indices(batch_inds.shape[0])
+        return self._to_samples(
+            self.storage.gather(batch_inds[None], env_inds[None], self._reward_normalizer(env)), env
+        )
 
-    def _gather_obs(self, flat_idx: th.Tensor, next_flat_idx: th.Tensor | None = None) -> tuple[Any, Any]:
-        """Observations at ``flat_idx`` and next observations (``next_flat_idx`` defaults to ``flat_idx``)."""
-        nxt = flat_idx if next_flat_idx is None else next_flat_idx
-        obs = self._gather(self.observations, flat_idx)
-        if self.optimize_memory_usage:
-            # next obs stored in the following time slot, same env
-            size = self.buffer_size * self.n_envs
-            next_obs = self._gather(self.observations, (nxt + self.n_envs) % size)
-        else:
-            assert self.next_observations is not None
-            next_obs = self._gather(self.next_observations, nxt)
-        return obs, next_obs
+    def _reward_normalizer(self, env: VecNormalize | None) -> Callable[[th.Tensor], th.Tensor] | None:
+        """Stored rewards -> ``env``'s normalised ones (float32), None without ``env``."""
+        if env is None:
+            return None
+        return lambda rewards: th.from_numpy(np.ascontiguousarray(self._normalize_reward(rewards.cpu().numpy(), env)))
+
+    def _to_samples(self, data: Any, env: VecNormalize | None) -> Any:
+        """The storage's one-seed samples without their seed dimension, observations normalised with ``env``, on
+        :attr:`device` (floating point ones in :attr:`sample_float_dtype`)."""
+        fields = {
+            name: _map_obs(value, lambda tensor: tensor[0])
+            for name, value in data._asdict().items()
+            if value is not None
+        }
+        for name in ("observations", "next_observations"):
+            fields[name] = self._normalize_obs_tensor(fields[name], env)
+        return type(data)(**{name: _map_obs(value, self._to_device) for name, value in fields.items()})
 
     def _to_device(self, tensor: th.Tensor) -> th.Tensor:
         if self.sample_float_dtype is not None and tensor.is_floating_point():
             return tensor.to(self.device, dtype=self.sample_float_dtype, non_blocking=True)
         return tensor.to(self.device, non_blocking=True)
 
-    def _normalize_obs_tensor(self, obs: th.Tensor, env: VecNormalize | None) -> th.Tensor:
+    def _normalize_obs_tensor(self, obs: Any, env: VecNormalize | None) -> Any:
         """Normalise with ``env.normalize_obs`` (numpy), keeping float32 unless the storage is float64."""
         if env is None:
             return obs
-        out = np.asarray(env.normalize_obs(obs.cpu().numpy()))
-        if out.dtype == np.float64 and self.obs_dtype != np.float64:
-            out = out.astype(np.float32)
-        return th.from_numpy(np.ascontiguousarray(out))
+        normalized = env.normalize_obs(_map_obs(obs, lambda tensor: tensor.cpu().numpy()))
 
-    def _normalize_reward_tensor(self, rewards: th.Tensor, env: VecNormalize | None) -> th.Tensor:
-        if env is None:
-            return rewards
-        return th.from_numpy(np.ascontiguousarray(self._normalize_reward(rewards.cpu().numpy(), env)))
+        def back(array: Any, dtype: np.dtype) -> th.Tensor:
+            array = np.asarray(array)
+            if array.dtype == np.float64 and dtype != np.float64:
+                array = array.astype(np.float32)
+            return th.from_numpy(np.ascontiguousarray(array))
 
-    def _dones_without_timeouts(self, flat_idx: th.Tensor) -> th.Tensor:
-        dones = self._gather(self.dones, flat_idx)
-        if self.handle_timeout_termination:
-            dones = dones * (1.0 - self._gather(self.timeouts, flat_idx))
-        return dones
-
-    def _get_samples(self, batch_inds: th.Tensor | np.ndarray, env: VecNormalize | None = None) -> ReplayBufferSamples:
-        batch_inds = th.as_tensor(batch_inds, dtype=th.long, device=self.storage_device)
-        flat_idx = batch_inds * self.n_envs + self._env_indices(batch_inds.shape[0])
-        obs, next_obs = self._gather_obs(flat_idx)
-        return ReplayBufferSamples(
-            observations=self._to_device(self._normalize_obs_tensor(obs, env)),
-            actions=self._to_device(self._gather(self.actions, flat_idx)),
-            next_observations=self._to_device(self._normalize_obs_tensor(next_obs, env)),
-            # only dones that are not due to timeouts
-            dones=self._to_device(self._dones_without_timeouts(flat_idx).unsqueeze(1)),
-            rewards=self._to_device(
-                self._normalize_reward_tensor(self._gather(self.rewards, flat_idx).unsqueeze(1), env)
-            ),
-        )
+        if isinstance(obs, dict):
+            return {key: back(normalized[key], self.obs_dtype[key]) for key in obs}  # type: ignore[index]
+        return back(normalized, self.obs_dtype)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------
     # Save / load (npz + JSON, no pickle)
     # ------------------------------------------------------------------
 
     def _obs_dtype_json(self) -> Any:
-        return self.obs_dtype.name
+        return _map_obs(self.obs_dtype, lambda dtype: dtype.name)
 
     def _init_kwargs(self) -> dict[str, Any]:
         """Constructor arguments (JSON-safe) that rebuild an identical empty buffer."""
@@ -382,19 +352,13 @@ class ReplayBuffer(BaseBuffer):
     def _load_extra_state(self, meta: dict[str, Any], arrays: Any) -> None:
         """Subclass hook: restore what :meth:`_extra_state` saved."""
 
-    def _saved_rows(self) -> int:
-        if self.full:
-            return self.buffer_size
-        # with optimize_memory_usage, slot `pos` holds the last next_obs
-        return min(self.pos + 1, self.buffer_size)
-
     def save(self, path: PathLike) -> None:
         """Write the buffer to ``path`` (an ``.npz`` file; the name is used as given).
 
         Args:
             path: file path or writable binary file object.
         """
-        rows = self._saved_rows()
+        rows = self.storage._rows(self.pos, self.full)
         arrays = {name: t[:rows].cpu().numpy() for name, t in self._storage_tensors().items()}
         extra_meta, extra_arrays = self._extra_state()
         meta = {

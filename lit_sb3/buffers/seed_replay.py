@@ -1,14 +1,14 @@
-"""Replay storage of K seeds: :class:`SeedReplayBuffer`, ``[K, buffer_size, n_envs, ...]`` on the model's device.
+"""Replay storage of K >= 1 seeds: :class:`SeedReplayBuffer`, ``[K, buffer_size, n_envs, ...]`` tensors.
 
-Used by the off-policy algorithms when they train K > 1 seeds (a single seed uses
-:class:`~lit_sb3.buffers.replay.ReplayBuffer` and its subclasses as before). The K transitions of one env step are
-written with one write per field (one packed host->device copy off the CPU); each seed samples its own minibatch
-from its own slice with its own ``torch.Generator`` (:func:`~lit_sb3.policies.seed_stack.seed_randint`). The one
-class covers what the single-seed buffers do: Dict observations (one storage per key, as ``DictReplayBuffer``),
-n-step returns (``NStepReplayBuffer``), ``optimize_memory_usage`` (``ReplayBuffer``: the next observation read
-from the following slot) and Hindsight Experience Replay (``HerReplayBuffer``: one
-:class:`~lit_sb3.buffers.her_episodes.HerEpisodes` per seed over this storage, seed i drawing from its own numpy
-stream).
+The one implementation of the replay rules: the storage layout (float64 observations as float32, Dict observations
+one tensor per key), ``optimize_memory_usage`` (the next observation read from the following slot), time-outs (a
+truncation ends an episode but is no terminal state), n-step returns and Hindsight Experience Replay (one
+:class:`~lit_sb3.buffers.her_episodes.HerEpisodes` per seed). The single-seed, SB3-compatible buffers
+(:class:`~lit_sb3.buffers.replay.ReplayBuffer` and its subclasses) hold one with K = 1 and draw their indices from
+torch's global stream (HER: numpy's), as SB3's buffers draw from numpy's; the off-policy algorithms training K > 1
+seeds hold one on the model's device, seed i drawing from its own ``torch.Generator``
+(:func:`~lit_sb3.policies.seed_stack.seed_randint`) and HER's numpy ``RandomState``. The K transitions of one env step
+are written with one write per field (one packed host->device copy off the CPU).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
+from numpy.typing import DTypeLike
 
-from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_obs_dtype
+from lit_sb3.buffers.base import check_declared_buffer, numpy_to_torch_dtype, storage_action_dtype, storage_obs_dtype
 from lit_sb3.buffers.her_episodes import STRATEGIES, HerEpisodes, her_rewards, infos_json_default
 from lit_sb3.core.preprocessing import get_action_dim, get_obs_shape
 from lit_sb3.core.types import DictReplayBufferSamples, ReplayBufferSamples
@@ -48,21 +49,27 @@ class SeedReplayBuffer:
     """K replay buffers as one stacked storage ``[K, buffer_size, n_envs, ...]`` on one device; all seeds write
     the same slot (they move in lockstep), each samples its own indices from its own random stream.
 
+    Stored as SB3 stores them: ``dones`` are the episode ends, ``timeouts`` the truncations among them (zeros
+    without ``handle_timeout_termination``); a sample's ``dones`` are the terminations only.
+
     Args:
         n_seeds: K.
         buffer_size: capacity per seed (divided by ``n_envs`` as in ``ReplayBuffer``).
         observation_space: the observation space (a Dict space: one storage per key).
         action_space: the action space.
         n_envs: sub-envs per seed.
-        device: where the storage lives (the model's device: no host round trip when sampling).
+        device: where the storage lives.
         handle_timeout_termination: a timeout is not a terminal state.
-        n_steps: n-step returns (> 1: as :class:`~lit_sb3.buffers.nstep_replay.NStepReplayBuffer` computes them).
+        n_steps: n-step returns (> 1: each sample's reward sums up to ``n_steps`` discounted rewards).
         gamma: discount factor of the n-step returns.
         optimize_memory_usage: no next-observation storage: the next observation of slot t is the observation
-            written at slot t + 1 (``ReplayBuffer``'s rule).
+            written at slot t + 1.
         goal_selection_strategy: HER (``"future"``, ``"final"`` or ``"episode"``; None: no relabelling).
         n_sampled_goal: HER: virtual transitions per real one.
         copy_info_dict: HER: keep the info dicts for ``compute_reward``.
+        obs_dtype: storage dtype of the observations (a ``{key: dtype}`` dict for Dict spaces; None: the space's,
+            float64 as float32).
+        grow: allocate as it fills (doubling up to ``buffer_size``) rather than at once.
     """
 
     INITIAL_CAPACITY = 4096
@@ -82,6 +89,8 @@ class SeedReplayBuffer:
         goal_selection_strategy: str | None = None,
         n_sampled_goal: int = 4,
         copy_info_dict: bool = False,
+        obs_dtype: DTypeLike | dict[str, DTypeLike] | None = None,
+        grow: bool = True,
     ) -> None:
         check_declared_buffer(buffer_size * n_seeds, observation_space, action_space)
         dict_obs = isinstance(observation_space, spaces.Dict)
@@ -100,15 +109,16 @@ class SeedReplayBuffer:
         self.pos, self.full = 0, False
         # field name -> (shape of one transition of one env, dtype); Dict observations: "observations/<key>"
         obs_spaces = observation_space.spaces if dict_obs else {"": observation_space}
+        obs_dtypes = obs_dtype if isinstance(obs_dtype, dict) else dict.fromkeys(obs_spaces, obs_dtype)
         self._obs_keys = list(observation_space.spaces) if dict_obs else None
         self._layout: dict[str, tuple[tuple[int, ...], th.dtype]] = {}
         for prefix in _OBS[: 1 if optimize_memory_usage else 2]:
             for key, space in obs_spaces.items():
-                dtype = numpy_to_torch_dtype(storage_obs_dtype(space, None))
+                dtype = numpy_to_torch_dtype(storage_obs_dtype(space, obs_dtypes.get(key)))
                 self._layout[f"{prefix}/{key}" if dict_obs else prefix] = (tuple(get_obs_shape(space)), dtype)  # type: ignore[arg-type]
-        action_dtype = th.float32 if isinstance(action_space, spaces.Box) else th.int64
+        action_dtype = numpy_to_torch_dtype(storage_action_dtype(action_space.dtype))
         self._layout["actions"] = ((get_action_dim(action_space),), action_dtype)
-        for name in ("rewards", "dones", "timeouts"):  # dones: terminal (timeouts removed); timeouts end windows
+        for name in ("rewards", "dones", "timeouts"):
             self._layout[name] = ((), th.float32)
         self._fields: dict[str, th.Tensor] = {}
         # HER: each seed's episode bookkeeping over its slice (and its info dicts), its own goal relabelling
@@ -125,9 +135,9 @@ class SeedReplayBuffer:
             self.infos = np.empty((n_seeds, self.buffer_size, n_envs), dtype=object)
             for index in np.ndindex(self.infos.shape):
                 self.infos[index] = {}
-        # allocated as it fills (doubling up to buffer_size): a 1M-transition buffer of a 20k-step run holds 20k
+        # growing: a 1M-transition buffer of a 20k-step run holds 20k
         self.capacity = 0
-        self._allocate(min(self.buffer_size, self.INITIAL_CAPACITY))
+        self._allocate(min(self.buffer_size, self.INITIAL_CAPACITY) if grow else self.buffer_size)
         # off the CPU, each step's transitions go to the device as one packed copy (when float32 holds them exactly)
         self.pack_transfers = self._can_pack(device)
         self._seed_index = th.arange(n_seeds, device=device).unsqueeze(1)
@@ -170,6 +180,10 @@ class SeedReplayBuffer:
     def timeouts(self) -> th.Tensor:
         return self._fields["timeouts"]
 
+    def nbytes_per_transition(self) -> int:
+        """Bytes of storage per transition of one seed and env."""
+        return sum(int(np.prod(shape)) * dtype.itemsize for shape, dtype in self._layout.values())
+
     def _allocate(self, capacity: int) -> None:
         """(Re)allocate the storage for ``capacity`` slots, keeping what is stored."""
         lead = (self.n_seeds, capacity, self.n_envs)
@@ -181,9 +195,23 @@ class SeedReplayBuffer:
         self.capacity = capacity
         self._refresh_views()
 
+    def _reserve(self, slots: int) -> None:
+        """Grow (doubling) until ``slots`` slots exist."""
+        capacity = self.capacity
+        while capacity < slots:
+            capacity = min(capacity * 2, self.buffer_size)
+        if capacity != self.capacity:
+            self._allocate(capacity)
+
     def _refresh_views(self) -> None:
-        cpu = self.device.type == "cpu"
-        self._np_views = [tensor.numpy() for tensor in self._fields.values()] if cpu else None
+        """The numpy views of a CPU storage (the cheapest writes) and each field's ``[K * capacity * n_envs, ...]``
+        view (gathers)."""
+        self._np_views: list[tuple[np.ndarray, tuple[int, ...]]] | None = None
+        if self.device.type == "cpu":  # slot-major views and the shape of one slot, in the order add writes them
+            self._np_views = [(t.numpy().swapaxes(0, 1), (t.shape[0], *t.shape[2:])) for t in self._fields.values()]
+            if self.optimize_memory_usage:
+                self._np_views.insert(1, self._np_views[0])
+        self._flat = {name: tensor.flatten(0, 2) for name, tensor in self._fields.items()}
 
     def _values(self, obs: Any, next_obs: Any, others: list[Any]) -> list[Any]:
         """The values to write, in the order of the stored fields."""
@@ -212,17 +240,15 @@ class SeedReplayBuffer:
             next_obs: next observations (terminal observations where an episode ended).
             actions: actions (scaled to [-1, 1] for Box spaces).
             rewards: rewards.
-            dones: terminal flags, 1 only for true terminations (not timeouts).
-            timeouts: episode ends by a time limit (None: none).
+            dones: episode ends (terminations and truncations).
+            timeouts: the truncations (None: none; ignored without ``handle_timeout_termination``).
             infos: each seed's step infos ``[K][n_envs]`` (HER with ``copy_info_dict``: kept for ``compute_reward``).
         """
         pos = self.pos
         # optimize_memory_usage writes the next observation into the following slot: it must exist
-        needed = pos + 2 if self.optimize_memory_usage and pos + 1 < self.buffer_size else pos + 1
-        while needed > self.capacity:
-            self._allocate(min(self.buffer_size, 2 * self.capacity))
-        if timeouts is None:
-            timeouts = np.zeros_like(dones)
+        self._reserve(pos + 2 if self.optimize_memory_usage and pos + 1 < self.buffer_size else pos + 1)
+        if timeouts is None or not self.handle_timeout_termination:
+            timeouts = np.zeros(np.shape(dones), dtype=np.float32)
         if self.her is not None:
             for episodes in self.her:
                 episodes.start_slot(pos)
@@ -245,15 +271,11 @@ class SeedReplayBuffer:
             for tensor, row, value in zip(fields, rows, device_values):
                 tensor[:, row].copy_(value.reshape(tensor[:, row].shape))
         elif self._np_views is not None:  # numpy views of the CPU storage: the cheapest writes
-            views = list(self._np_views)
-            if self.optimize_memory_usage:
-                views.insert(1, views[0])
-            for array, row, value in zip(views, rows, values):
-                view = array[:, row]
-                view[...] = np.reshape(value, view.shape)
+            for (array, shape), row, value in zip(self._np_views, rows, values):
+                array[row] = np.asarray(value).reshape(shape)
         else:
             for tensor, row, value in zip(fields, rows, values):
-                tensor[:, row].copy_(th.as_tensor(value, dtype=tensor.dtype).reshape(tensor[:, row].shape))
+                tensor[:, row].copy_(th.as_tensor(np.asarray(value)).reshape(tensor[:, row].shape), non_blocking=True)
         self.pos = (pos + 1) % self.buffer_size
         self.full = self.full or self.pos == 0
         if self.her is not None:  # an episode ends with a termination or a timeout
@@ -263,7 +285,7 @@ class SeedReplayBuffer:
 
     def truncate_last_trajectory(self) -> None:
         """Mark the newest transition of every seed and sub-env as an episode end (``optimize_memory_usage``: its
-        next observation is overwritten by the next write), as ``OffPolicyAlgorithm._setup_learn`` does for one seed."""
+        next observation is overwritten by the next write), as ``OffPolicyAlgorithm._setup_learn`` does."""
         self.dones[:, (self.pos - 1) % self.buffer_size] = 1.0
 
     def to(self, device: th.device) -> None:
@@ -324,13 +346,6 @@ class SeedReplayBuffer:
             if not isinstance(value, th.Tensor) or tuple(value.shape) != expected or value.dtype != dtypes[name]:
                 got = tuple(value.shape) if isinstance(value, th.Tensor) else type(value).__name__
                 raise ValueError(f"replay storage {name} has shape {got}, this model's seeds store {expected}")
-        capacity = self.capacity
-        while capacity < used:
-            capacity = min(capacity * 2, self.buffer_size)
-        if capacity != self.capacity:
-            self._allocate(capacity)
-        for name, tensor in self._fields.items():
-            tensor[:, :used].copy_(state[name])
         infos = None
         if self.infos is not None and used > 0 and state.get("her/infos") is not None:
             from lit_sb3.utils.files import load_json
@@ -339,6 +354,9 @@ class SeedReplayBuffer:
             shape = (self.n_seeds, used, self.n_envs)
             if (_nested_shape(infos, 3) if isinstance(infos, list) else ()) != shape:
                 raise ValueError(f"replay storage her/infos does not hold {shape} info dicts")
+        self._reserve(used)
+        for name, tensor in self._fields.items():
+            tensor[:, :used].copy_(state[name])
         if self.her is not None:
             for i, episodes in enumerate(self.her):
                 for name, array in episodes.state().items():
@@ -349,17 +367,38 @@ class SeedReplayBuffer:
                 self.infos[index] = infos[index[0]][index[1]][index[2]]
         self.pos, self.full = pos, full
 
+    def take_seed(self, source: SeedReplayBuffer, i: int) -> None:
+        """Hold seed ``i`` of ``source`` (a storage of the same sizes and spaces; this one holds one seed).
+
+        Args:
+            source: the K-seed storage.
+            i: the seed index.
+        """
+        used = source._rows(source.pos, source.full)
+        self._reserve(used)
+        for name, tensor in self._fields.items():
+            tensor[0, :used].copy_(source._fields[name][i, :used])
+        if self.her is not None and source.her is not None:
+            for name, array in self.her[0].state().items():
+                array[...] = source.her[i].state()[name]
+        if self.infos is not None and source.infos is not None:
+            self.infos[0] = source.infos[i]
+        self.pos, self.full = source.pos, source.full
+
     def size(self) -> int:
         """Transitions stored per seed and sub-env."""
         return self.buffer_size if self.full else self.pos
 
     def _flat_index(self, slots: th.Tensor, envs: th.Tensor) -> th.Tensor:
         """``[K, B]`` slots and sub-envs -> indices into the flattened ``[K * capacity * n_envs]`` storage."""
-        return (slots * self.n_envs + envs + self._seed_index * (self.capacity * self.n_envs)).reshape(-1)
+        index = slots * self.n_envs + envs
+        if self.n_seeds > 1:
+            index = index + self._seed_index * (self.capacity * self.n_envs)
+        return index.reshape(-1)
 
     def _take(self, name: str, index: th.Tensor) -> th.Tensor:
-        tensor = self._fields[name]
-        return tensor.flatten(0, 2).index_select(0, index).view(self.n_seeds, -1, *tensor.shape[3:])
+        flat = self._flat[name]
+        return flat.index_select(0, index).view(self.n_seeds, -1, *flat.shape[1:])
 
     def _take_obs(self, prefix: str, index: th.Tensor) -> Any:
         if self.optimize_memory_usage and prefix == "next_observations":
@@ -367,6 +406,31 @@ class SeedReplayBuffer:
         if self._obs_keys is None:
             return self._take(prefix, index)
         return {key: self._take(f"{prefix}/{key}", index) for key in self._obs_keys}
+
+    def _terminal(self, index: th.Tensor) -> th.Tensor:
+        """The dones at ``index`` without the timeouts, ``[K, B, 1]``."""
+        dones = self._take("dones", index)
+        if self.handle_timeout_termination:
+            dones = dones * (1.0 - self._take("timeouts", index))
+        return dones.unsqueeze(-1)
+
+    def draw_slots(
+        self, batch_size: int, generators: Sequence[th.Generator | None] | None, device: th.device
+    ) -> th.Tensor:
+        """Each seed's ``batch_size`` uniform transition slots ``[K, B]`` (not the slot ``pos`` of a full
+        ``optimize_memory_usage`` storage: it holds the newest next observation).
+
+        Args:
+            batch_size: slots per seed.
+            generators: one torch generator per seed (None: torch's global one, K = 1).
+            device: where the draw is made.
+        """
+        if self.optimize_memory_usage and self.full:
+            slots = seed_randint(self.buffer_size, (batch_size,), generators, device, low=1).to(self.device) + self.pos
+            slots = slots % self.buffer_size
+        else:
+            slots = seed_randint(self.size(), (batch_size,), generators, device).to(self.device)
+        return slots.view(self.n_seeds, batch_size)
 
     def sample(
         self,
@@ -378,61 +442,67 @@ class SeedReplayBuffer:
     ) -> ReplayBufferSamples | DictReplayBufferSamples:
         """``batch_size`` transitions per seed, seed i's uniform indices (slot, then sub-env) drawn from
         ``generators[i]`` in the order :class:`~lit_sb3.buffers.replay.ReplayBuffer` draws them from torch's global
-        generator (so seed i samples what its separate run samples). The fields are seed-major: observations
-        ``[K, B, ...]`` (per key for Dict observations), actions ``[K, B, A]``, rewards and dones ``[K, B, 1]``
-        (dones without timeouts).
+        generator (so seed i samples what its separate run samples); see :meth:`gather`.
 
         Args:
             batch_size: minibatch size per seed.
             generators: one torch generator per seed (None: the seed sits this update out).
-            rngs: HER: one numpy ``RandomState`` per seed (seed i's relabelling draws, as ``HerReplayBuffer`` draws
-                from numpy's global stream; None: the seed sits out or has failed, it draws nothing).
+            rngs: HER: one numpy ``RandomState`` per seed (see :meth:`sample_her`).
             envs: HER: one VecEnv per seed (its ``compute_reward``).
-            normalize_rewards: n-step returns: maps the stored rewards of the windows ``[K, B, n_steps]`` to the
-                normalised ones before they are summed (each seed's VecNormalize, as ``NStepReplayBuffer`` does for
-                one seed); None: the stored rewards.
+            normalize_rewards: see :meth:`gather`.
         """
-        k, upper = self.n_seeds, self.size()
-        if upper == 0:
+        if self.size() == 0:
             raise RuntimeError("the replay storage is empty: collect transitions before sampling.")
         if self.her is not None:
             assert rngs is not None and envs is not None
-            return self._sample_her(batch_size, rngs, envs)
+            return self.sample_her(batch_size, rngs, envs, normalize_rewards)
         device = next(g for g in generators if g is not None).device
-        if self.optimize_memory_usage and self.full:
-            # slot `pos` holds the next observation of the newest transition, not a valid transition start
-            slots = seed_randint(self.buffer_size, (batch_size,), generators, device, low=1).to(self.device) + self.pos
-            slots = slots % self.buffer_size
-        else:
-            slots = seed_randint(upper, (batch_size,), generators, device).to(self.device)
+        slots = self.draw_slots(batch_size, generators, device)
         if self.n_envs > 1:
             envs_t = seed_randint(self.n_envs, (batch_size,), generators, device).to(self.device)
         else:
             envs_t = th.zeros_like(slots)
-        index = self._flat_index(slots, envs_t)
+        return self.gather(slots, envs_t, normalize_rewards)
+
+    def gather(
+        self, slots: th.Tensor, envs: th.Tensor, normalize_rewards: Callable[[th.Tensor], th.Tensor] | None = None
+    ) -> ReplayBufferSamples | DictReplayBufferSamples:
+        """The transitions starting at ``[K, B]`` slots and sub-envs, seed-major: observations ``[K, B, ...]``
+        (per key for Dict observations), actions ``[K, B, A]``, rewards, dones (without timeouts) and n-step
+        discounts ``[K, B, 1]``.
+
+        With ``n_steps > 1`` the window of ``k <= n_steps`` transitions stops at the first termination or timeout
+        and at the newest transition (the write head); the reward is ``sum_j gamma^j r_{i+j}``, the next
+        observation and done those of the window's last transition, the discount ``gamma^k``.
+
+        Args:
+            slots: the transitions' slots.
+            envs: their sub-envs.
+            normalize_rewards: maps stored rewards (``[K, B]``, the windows ``[K, B, n_steps]``) to the normalised
+                ones, before a window is summed (None: the stored rewards).
+        """
+        k, batch_size = slots.shape
+        index = self._flat_index(slots, envs)
         samples = DictReplayBufferSamples if self._obs_keys is not None else ReplayBufferSamples
         if self.n_steps == 1:
-            next_index = (
-                self._flat_index((slots + 1) % self.buffer_size, envs_t) if self.optimize_memory_usage else index
-            )
+            next_index = self._flat_index((slots + 1) % self.buffer_size, envs) if self.optimize_memory_usage else index
+            rewards = self._take("rewards", index)
             return samples(
                 observations=self._take_obs("observations", index),
                 actions=self._take("actions", index),
                 next_observations=self._take_obs("next_observations", next_index),
-                dones=self._take("dones", index).unsqueeze(-1),
-                rewards=self._take("rewards", index).unsqueeze(-1),
+                dones=self._terminal(index),
+                rewards=(rewards if normalize_rewards is None else normalize_rewards(rewards)).unsqueeze(-1),
             )
-        # n-step returns (NStepReplayBuffer's rule): the window of k <= n_steps transitions stops at the first
-        # termination or timeout and at the newest transition; reward sum_j gamma^j r_{i+j}, discount gamma^k
         steps = th.arange(self.n_steps, device=self.device)
         window = (slots.unsqueeze(-1) + steps) % self.buffer_size  # [K, B, n]
         # (slots past the newest are never used; clamped so that a growing storage is not read past its capacity)
         offset = self._seed_index * (self.capacity * self.n_envs)
-        seq = window.clamp(max=self.capacity - 1) * self.n_envs + envs_t.unsqueeze(-1)
+        seq = window.clamp(max=self.capacity - 1) * self.n_envs + envs.unsqueeze(-1)
         seq_index = (seq + offset.unsqueeze(-1)).reshape(-1)
         rewards_seq = self._take("rewards", seq_index).view(k, batch_size, self.n_steps)
         if normalize_rewards is not None:
-            rewards_seq = normalize_rewards(rewards_seq)
+            rewards_seq = normalize_rewards(rewards_seq).to(self.device)
         ends = (self._take("dones", seq_index) > 0) | (self._take("timeouts", seq_index) > 0)
         stop = ends.view(k, batch_size, self.n_steps) | (window == (self.pos - 1) % self.buffer_size)
         first_stop = stop.to(th.uint8).argmax(dim=-1)
@@ -441,20 +511,34 @@ class SeedReplayBuffer:
         step_discounts = th.pow(self.gamma, steps.to(th.float64)).to(th.float32)
         returns = (rewards_seq * step_discounts * mask).sum(dim=-1, keepdim=True)
         discounts = th.pow(self.gamma, (last_step + 1).to(th.float64)).to(th.float32).unsqueeze(-1)
-        last = self._flat_index((slots + last_step) % self.buffer_size, envs_t)
+        last = self._flat_index((slots + last_step) % self.buffer_size, envs)
         return samples(
             observations=self._take_obs("observations", index),
             actions=self._take("actions", index),
             next_observations=self._take_obs("next_observations", last),
-            dones=self._take("dones", last).unsqueeze(-1),
+            dones=self._terminal(last),
             rewards=returns,
             discounts=discounts,
         )
 
-    def _sample_her(self, batch_size: int, rngs: Sequence[Any], envs: Sequence[Any]) -> DictReplayBufferSamples:
+    def sample_her(
+        self,
+        batch_size: int,
+        rngs: Sequence[Any],
+        envs: Sequence[Any],
+        normalize_rewards: Callable[[th.Tensor], th.Tensor] | None = None,
+    ) -> DictReplayBufferSamples:
         """HER minibatches: seed i's transitions and new goals drawn by its :class:`HerEpisodes` from ``rngs[i]``
         (real transitions first, then virtual ones whose desired goal is an achieved goal of the same episode and
-        whose reward is recomputed by seed i's env), as :class:`~lit_sb3.algorithms.her.HerReplayBuffer` samples."""
+        whose reward is recomputed by ``envs[i]``'s ``compute_reward``).
+
+        Args:
+            batch_size: minibatch size per seed.
+            rngs: one random stream per seed (``np.random`` or a ``RandomState``; None: the seed sits out or has
+                failed, it draws nothing).
+            envs: one VecEnv per seed.
+            normalize_rewards: maps the rewards ``[K, B]`` to the normalised ones (None: as stored or recomputed).
+        """
         assert self.her is not None and self.goal_selection_strategy is not None and self._obs_keys is not None
         k, upper = self.n_seeds, self.size()
         slots = np.zeros((k, batch_size), dtype=np.int64)
@@ -490,6 +574,6 @@ class SeedReplayBuffer:
             observations=obs,
             actions=self._take("actions", index),
             next_observations=next_obs,
-            dones=self._take("dones", index).unsqueeze(-1),
-            rewards=rewards.unsqueeze(-1),
+            dones=self._terminal(index),
+            rewards=(rewards if normalize_rewards is None else normalize_rewards(rewards)).unsqueeze(-1),
         )

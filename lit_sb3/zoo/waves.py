@@ -25,7 +25,6 @@ import argparse
 import itertools
 import json
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -233,21 +232,13 @@ def run_until_verdict(
 
     Args:
         args: parsed ``bench run`` arguments.
-        jobs: each (algo, env, impl)'s planned job, seed 0 (:func:`~lit_sb3.zoo.commands.run._plan`); the waves
+        jobs: each (algo, env, impl)'s planned job, seed 0 (:func:`lit_sb3.zoo.pipeline.plan`); the waves
             make their seeds' jobs from them.
         skipped: pairs that cannot run.
         experiment: the experiment.
         uri: tracking URI.
     """
-    from lit_sb3.zoo.cli import command_line
-    from lit_sb3.zoo.commands.run import (
-        _claim_store,
-        _launcher_options,
-        _print_summary,
-        _RunBook,
-        _seed_batch_units,
-        _summary,
-    )
+    from lit_sb3.zoo import pipeline
     from lit_sb3.zoo.stats.sequential import decide
     from lit_sb3.zoo.tracking import open_tracking
 
@@ -259,20 +250,15 @@ def run_until_verdict(
     if args.dry_run:
         print_plan(plan, jobs, finished)
         first = wave_jobs(jobs, plan.wave_seeds(0), finished)
-        _print_until_verdict_estimate(args, tracking, jobs, first, _seed_batch_units(first, args.seed_batch), plan)
+        units = pipeline.seed_batch_units(first, args.seed_batch)
+        _print_until_verdict_estimate(args, tracking, jobs, first, units, plan)
         return 0
-    active = _claim_store(tracking, skipped)
+    active = pipeline.claim(tracking, skipped)
     if active:
         raise BenchError(f"{len(active)} job(s) of this experiment are running in another bench run; wait for it")
-    from lit_sb3.zoo.launchers import get_launcher
-
-    launcher = get_launcher(args.launcher, max_workers=args.jobs, timeout=args.timeout,
-                            start_method=args.start_method, **_launcher_options(args))  # fmt: skip
-    params = {k: v for k, v in vars(args).items() if k not in ("func", "command") and v not in (None, [], False)}
-    command = command_line(args)
+    launcher = pipeline.make_launcher(args, args.timeout)
     rule = {k: v for k, v in plan.as_dict().items() if k != "looks"}  # a tag is short; the looks follow from it
-    parent_id = tracking.create_parent_run(command, params, run_name=f"verdict-{time.strftime('%Y%m%d-%H%M%S')}",
-                                           tags={PLAN_TAG: json.dumps(rule)})  # fmt: skip
+    parent_id, command = pipeline.open_grid_run(args, tracking, "verdict", tags={PLAN_TAG: json.dumps(rule)})
     tracking.log_dict(parent_id, plan.as_dict(), "sequential/plan.json")
     print(f"sequential grid run {parent_id}: {plan.describe()}", flush=True)
     results: list[Any] = []
@@ -304,21 +290,20 @@ def run_until_verdict(
                 raise BenchError(f"wave {n_looks + 1}: every job finished but some score is missing; see the job runs")
             print(f"wave {n_looks + 1}: seeds {seeds.start}..{seeds.stop - 1} of {len(needed)} algo x env, "
                   f"{len(wave)} job(s)", flush=True)  # fmt: skip
-            wave_results = _run_wave(launcher, tracking, parent_id, wave, args, _seed_batch_units, _RunBook)
+            wave_results = _run_wave(launcher, tracking, parent_id, wave, args)
             results += wave_results
             if any(r.status != "FINISHED" for r in wave_results):
                 status = "FAILED"
                 print(f"wave {n_looks + 1}: some jobs failed; the sequence stops here (rerun to retry them)")
                 break
     finally:
-        rows, markdown = _summary(results, skipped, 0)
         decisions = [c.as_dict() for c in family]
         header = f"# bench run summary\n\n`{command}`\n\n{plan.describe()}\n\n{_decisions_md(family)}\n"
         if family:
             tracking.log_dict(parent_id, {"plan": plan.as_dict(), "comparisons": decisions},
                               "sequential/decisions.json")  # fmt: skip
-        tracking.end_parent_run(parent_id, rows, status, header + markdown, job_ids=seen)
-    _print_summary(results, skipped, 0, 0)
+        pipeline.summarise(tracking, parent_id, header, results, skipped, status, seen)
+    pipeline.print_summary(results, skipped, 0, 0)
     _print_decisions(family)
     from lit_sb3.zoo.tracking.links import results_hint
 
@@ -330,11 +315,12 @@ def _print_decisions(family: Sequence[Any]) -> None:
     """The decisions as a terminal table (the summary's Markdown columns), each one's reason for stopping on a line
     below it: the table then fits 120 columns whole, also when the output is not a terminal (a log, a pipe), where
     rich would otherwise squeeze it into 80 and cut the env names and numbers."""
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(file=sys.stdout, highlight=False, width=max(120, Console(file=sys.stdout).width))
+    from lit_sb3.zoo.pipeline import wide_console
+
+    console = wide_console()
     table = Table(title="decisions", title_justify="left")
     for col in ("X", "Y", "env", "seeds", "P(X > Y)", "conf. sequence", "repeated p", "outcome"):
         table.add_column(col, justify="right" if col in ("seeds", "P(X > Y)", "repeated p") else "left", no_wrap=True)
@@ -356,10 +342,10 @@ def _print_until_verdict_estimate(args: argparse.Namespace, tracking: Any, jobs:
     """``--dry-run``: the first wave's estimate and the whole sequence's best and worst wall time."""
     import os
 
-    from lit_sb3.zoo.commands.run import _print_estimate, largest_batch
     from lit_sb3.zoo.cost import duration, job_costs, until_verdict_seconds
+    from lit_sb3.zoo.pipeline import largest_batch, print_estimate
 
-    _print_estimate(args, tracking, [*jobs, *first], first, units, until_verdict=True)
+    print_estimate(args, tracking, [*jobs, *first], first, units, until_verdict=True)
     costs, _ = job_costs(jobs, tracking.timed_job_runs(sorted({j.algo for j in jobs})))
     best, worst = until_verdict_seconds(costs, jobs, largest_batch(args, units), args.jobs or os.cpu_count() or 1,
                                         plan.min_seeds, plan.max_seeds, plan.wave)  # fmt: skip
@@ -392,22 +378,15 @@ def _decisions_md(family: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
-def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any], args: argparse.Namespace,
-              seed_batch_units: Any, runbook_cls: Any) -> list[Any]:  # fmt: skip
+def _run_wave(launcher: Any, tracking: Any, parent_id: str, wave: Sequence[Any], args: argparse.Namespace) -> list[Any]:
     """Run one wave's jobs through the launcher (the same path as a plain ``bench run``); their results."""
-    from lit_sb3.zoo.commands.run import largest_batch
     from lit_sb3.zoo.cost import job_costs
-    from lit_sb3.zoo.launchers.base import JobDone
+    from lit_sb3.zoo.pipeline import largest_batch, launch, seed_batch_units
     from lit_sb3.zoo.progress import GridProgress, progress_interval
 
     units = seed_batch_units(wave, args.seed_batch)
     costs, _ = job_costs(wave, tracking.timed_job_runs(sorted({j.algo for j in wave})))  # the ETA's estimate
-    results = []
-    with GridProgress(len(wave), jobs=wave, file=sys.stdout, workers=args.jobs,
-                      interval=progress_interval(args.progress_interval), units=units, costs=costs,
-                      seed_batch=largest_batch(args, units)) as progress:  # fmt: skip
-        for event in launcher.submit(units, tracking.target, runbook_cls(tracking, parent_id)):
-            progress.handle(event)
-            if isinstance(event, JobDone):
-                results.append(event.result)
-    return results
+    progress = GridProgress(len(wave), jobs=wave, file=sys.stdout, workers=args.jobs,
+                            interval=progress_interval(args.progress_interval), units=units, costs=costs,
+                            seed_batch=largest_batch(args, units))  # fmt: skip
+    return list(launch(launcher, units, tracking, parent_id, progress))

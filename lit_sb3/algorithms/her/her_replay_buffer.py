@@ -15,7 +15,7 @@ from gymnasium import spaces
 
 from lit_sb3.algorithms.her.goal_selection_strategy import KEY_TO_GOAL_STRATEGY, GoalSelectionStrategy
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
-from lit_sb3.buffers.her_episodes import HerEpisodes, her_rewards, infos_json_default
+from lit_sb3.buffers.her_episodes import HerEpisodes, infos_json_default
 from lit_sb3.core.types import DictReplayBufferSamples
 
 if TYPE_CHECKING:
@@ -85,19 +85,6 @@ class HerReplayBuffer(DictReplayBuffer):
             raise ValueError(
                 f"replay_buffer_kwargs has unsupported keys {sorted(forbidden)}; allowed: ['obs_dtype', 'storage_device']"
             )
-        super().__init__(
-            buffer_size,
-            observation_space,
-            action_space,
-            device=device,
-            n_envs=n_envs,
-            optimize_memory_usage=False,
-            handle_timeout_termination=handle_timeout_termination,
-            **kwargs,
-        )
-        self.env = env
-        self.copy_info_dict = copy_info_dict
-
         if isinstance(goal_selection_strategy, str):
             key = goal_selection_strategy.lower()
             if key not in KEY_TO_GOAL_STRATEGY:
@@ -115,14 +102,42 @@ class HerReplayBuffer(DictReplayBuffer):
         if isinstance(n_sampled_goal, bool) or not isinstance(n_sampled_goal, (int, np.integer)) or n_sampled_goal < 0:
             raise ValueError(f"n_sampled_goal must be an integer >= 0, got {n_sampled_goal!r}")
         self.n_sampled_goal = int(n_sampled_goal)
-        # fraction of virtual (relabelled) transitions in a batch
-        self.her_ratio = 1 - (1.0 / (self.n_sampled_goal + 1))
         # info dicts are only kept when they are needed by compute_reward
-        self.infos: np.ndarray | None = (
-            np.array([[{} for _ in range(self.n_envs)] for _ in range(self.buffer_size)]) if copy_info_dict else None
+        self.copy_info_dict = copy_info_dict
+        super().__init__(
+            buffer_size,
+            observation_space,
+            action_space,
+            device=device,
+            n_envs=n_envs,
+            optimize_memory_usage=False,
+            handle_timeout_termination=handle_timeout_termination,
+            **kwargs,
         )
-        # episode bookkeeping: start index and length of the episode of each (slot, env); length 0 = not sampleable
-        self.episodes = HerEpisodes(self.buffer_size, self.n_envs)
+        self.env = env
+
+    def _storage_options(self) -> dict[str, Any]:
+        return {
+            "goal_selection_strategy": self.goal_selection_strategy.name.lower(),
+            "n_sampled_goal": self.n_sampled_goal,
+            "copy_info_dict": self.copy_info_dict,
+        }
+
+    @property
+    def her_ratio(self) -> float:
+        """Fraction of virtual (relabelled) transitions in a batch."""
+        return self.storage.her_ratio
+
+    @property
+    def episodes(self) -> HerEpisodes:
+        """The episode bookkeeping: start and length of the episode of each ``(slot, env)``."""
+        assert self.storage.her is not None
+        return self.storage.her[0]
+
+    @property
+    def infos(self) -> np.ndarray | None:
+        """The stored info dicts ``[buffer_size, n_envs]`` (None without ``copy_info_dict``)."""
+        return None if self.storage.infos is None else self.storage.infos[0]
 
     @property
     def ep_start(self) -> np.ndarray:
@@ -148,80 +163,20 @@ class HerReplayBuffer(DictReplayBuffer):
             raise ValueError("Trying to set env of already initialized environment.")
         self.env = env
 
-    # adding -------------------------------------------------------------
-
-    def add(  # type: ignore[override]
-        self,
-        obs: dict[str, np.ndarray],
-        next_obs: dict[str, np.ndarray],
-        action: np.ndarray,
-        reward: np.ndarray,
-        done: np.ndarray,
-        infos: list[dict[str, Any]],
-    ) -> None:
-        """Store one transition per env and update the episode bookkeeping (see :meth:`ReplayBuffer.add`)."""
-        self.episodes.start_slot(self.pos)
-        if self.infos is not None:
-            self.infos[self.pos] = np.array(list(infos), dtype=object)
-        super().add(obs, next_obs, action, reward, done, infos)
-
-        for env_idx in np.flatnonzero(np.asarray(done).reshape(self.n_envs)):
-            self._compute_episode_length(int(env_idx))
-
-    def _compute_episode_length(self, env_idx: int) -> None:
-        """Store the length of the episode of env ``env_idx`` that just ended and start a new one."""
-        self.episodes.end_episode(env_idx, self.pos)
-
-    # sampling -----------------------------------------------------------
-
-    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
-        """Sample real transitions and relabelled (virtual) ones: real first, then virtual.
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:
+        """Sample real transitions and relabelled (virtual) ones: real first, then virtual, drawn from numpy's
+        global stream as SB3 draws them.
 
         Args:
             batch_size: number of transitions; ``int(her_ratio * batch_size)`` of them are virtual.
             env: VecNormalize used to normalise observations/rewards (None: raw values).
         """
-        upper = self.buffer_size if self.full else self.pos
-        strategy = self.goal_selection_strategy.name.lower()
-        draw = self.episodes.draw(batch_size, upper, self.her_ratio, strategy, np.random)
-        n_real = draw.n_real
-        dev = self.storage_device
-        flat_idx = th.as_tensor(draw.slots * self.n_envs + draw.envs, dtype=th.long, device=dev)
-        obs, next_obs = self._gather_obs(flat_idx)
-        rewards = self._gather(self.rewards, flat_idx)
-        if n_real < batch_size:
-            virtual_b, virtual_e = draw.slots[n_real:], draw.envs[n_real:]
-            goal_idx = th.as_tensor(draw.goal_slots * self.n_envs + virtual_e, dtype=th.long, device=dev)
-            new_goals = self._gather(self.next_observations["achieved_goal"], goal_idx)
-            # the desired goal of the next observation must be the same new goal
-            obs["desired_goal"][n_real:] = new_goals
-            next_obs["desired_goal"][n_real:] = new_goals
-            rewards[n_real:] = self._compute_rewards(
-                next_obs["achieved_goal"][n_real:], new_goals, virtual_b, virtual_e
-            )
-
-        obs = self._normalize_obs_tensor(obs, env)
-        next_obs = self._normalize_obs_tensor(next_obs, env)
-        return DictReplayBufferSamples(
-            observations={k: self._to_device(v) for k, v in obs.items()},
-            actions=self._to_device(self._gather(self.actions, flat_idx)),
-            next_observations={k: self._to_device(v) for k, v in next_obs.items()},
-            # only dones that are not due to timeouts
-            dones=self._to_device(self._dones_without_timeouts(flat_idx).unsqueeze(1)),
-            rewards=self._to_device(self._normalize_reward_tensor(rewards.unsqueeze(1), env)),
-        )
-
-    def _compute_rewards(
-        self, next_achieved_goal: th.Tensor, desired_goal: th.Tensor, batch_indices: np.ndarray, env_indices: np.ndarray
-    ) -> th.Tensor:
-        """Rewards of the virtual transitions from the env's vectorised ``compute_reward``."""
-        if self.env is None:
+        if self.env is None and int(self.her_ratio * batch_size) > 0:
             raise RuntimeError(
                 "HerReplayBuffer has no env to compute rewards of virtual transitions: pass env= or call set_env()."
             )
-        infos = self.infos[batch_indices, env_indices] if self.infos is not None else None
-        values = her_rewards(self.env, next_achieved_goal.cpu().numpy(), desired_goal.cpu().numpy(), infos)
-        return th.from_numpy(values).to(self.storage_device)
+        data = self.storage.sample_her(batch_size, [np.random], [self.env], self._reward_normalizer(env))
+        return self._to_samples(data, env)
 
     def truncate_last_trajectory(self) -> None:
         """Mark the unfinished episode of each env as ended (timeout), so its transitions can be sampled.
@@ -240,7 +195,7 @@ class HerReplayBuffer(DictReplayBuffer):
         last = (self.pos - 1) % self.buffer_size
         for env_idx in unfinished:
             self.dones[last, int(env_idx)] = 1.0
-            self._compute_episode_length(int(env_idx))
+            self.episodes.end_episode(int(env_idx), self.pos)
             if self.handle_timeout_termination:
                 # not an actual timeout, but it allows bootstrapping
                 self.timeouts[last, int(env_idx)] = 1.0
@@ -260,7 +215,7 @@ class HerReplayBuffer(DictReplayBuffer):
         }
 
     def _extra_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        rows = self._saved_rows()
+        rows = self.storage._rows(self.pos, self.full)
         meta: dict[str, Any] = {}
         if self.infos is not None:
             try:

@@ -71,9 +71,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--storage", help="journal file path (default ./optuna/<study>.journal) or RDB URL")
     p.add_argument("--study-name", help="study name (default <algo>-<env>)")
     p.add_argument("--jobs", "--n-jobs", type=int, default=1, dest="jobs",
-                   help="worker processes sharing the study (--n-jobs: the RL Zoo's name)")  # fmt: skip
+                   help="workers sharing the study, each a launcher unit (--n-jobs: the RL Zoo's name; 1, local: "
+                   "this process)")  # fmt: skip
     p.add_argument("--launcher", choices=("local", "ray"), default="local",
-                   help="local: spawned processes (default); ray: Ray tasks (with --ray-address, on a cluster)")  # fmt: skip
+                   help="local: worker processes (default); ray: Ray tasks (with --ray-address, on a cluster)")  # fmt: skip
     p.add_argument("--ray-address", metavar="auto|HOST:PORT", help="--launcher ray: the cluster (default: local Ray)")
     p.add_argument(
         "--cpus-per-job", type=finite_float, default=1.0, help="--launcher ray: CPUs of a worker (default 1)"
@@ -82,8 +83,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "--gpus-per-job", type=finite_float, default=0.0, help="--launcher ray: GPUs of a worker (default 0)"
     )
     p.add_argument("--heartbeat-interval", type=int, default=30,
-                   help="--launcher ray, RDB storage: Optuna heartbeat seconds; a trial silent for 3x is re-run")  # fmt: skip
-    p.add_argument("--trial-retries", type=int, default=2, help="--launcher ray: times a lost worker's trial is re-run")
+                   help="RDB storage: Optuna heartbeat seconds; a trial silent for 3x (at least 60 s) is re-run")  # fmt: skip
+    p.add_argument("--trial-retries", type=int, default=2, help="times a lost worker's trial is re-run")
     p.add_argument("--timeout", type=finite_float, help="stop starting trials after this many seconds (per worker)")
     p.add_argument("--search-space", metavar="FILE", help="YAML file overriding/extending the built-in search space")
     p.add_argument("--seed", type=int, help="sampler seed (worker w uses seed + w)")
@@ -288,7 +289,6 @@ def run(args: argparse.Namespace) -> int:
         load_or_create_study,
         make_sampler,
         open_storage,
-        run_workers,
         storage_spec,
     )
 
@@ -318,6 +318,8 @@ def run(args: argparse.Namespace) -> int:
     check_count("--seeds-per-trial", args.seeds_per_trial)
     if args.seed_batch != AUTO:
         check_count("--seed-batch", args.seed_batch)
+    _positive("--heartbeat-interval", args.heartbeat_interval)
+    _positive("--trial-retries", args.trial_retries, 0)
     _positive("--n-startup-trials", args.n_startup_trials, 0)
     _positive("--n-warmup-evaluations", args.n_warmup_evaluations, 0)
     if args.timeout is not None and args.timeout <= 0:
@@ -356,7 +358,7 @@ def run(args: argparse.Namespace) -> int:
     study_name = args.study_name or default_study_name(algo, env_id)
     storage = storage_spec(args.storage, study_name)
     if args.launcher == "ray":
-        from lit_sb3.zoo.tuning.ray_workers import check_ray_tuning
+        from lit_sb3.zoo.tuning.workers import check_ray_tuning
 
         check_ray_tuning(storage, args.ray_address)
     opened = open_storage(storage)
@@ -398,18 +400,18 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     status = "FINISHED"
     try:
-        if args.launcher == "ray":
-            from lit_sb3.zoo.tuning.ray_workers import run_ray_workers
+        from lit_sb3.zoo.tuning.progress import StudyProgress
+        from lit_sb3.zoo.tuning.workers import tune_worker, worker_tasks
 
-            code = run_ray_workers(settings, args.jobs, address=args.ray_address, cpus_per_job=args.cpus_per_job,
-                                   gpus_per_job=args.gpus_per_job, heartbeat_interval=args.heartbeat_interval,
-                                   trial_retries=args.trial_retries)  # fmt: skip
-        else:
-            from lit_sb3.zoo.tuning.progress import StudyProgress
+        steps = int(n_timesteps) * args.seeds_per_trial
+        with StudyProgress(storage, study_name, args.n_trials, steps, args.jobs, interval):
+            if args.launcher == "local" and args.jobs == 1:  # one worker: this process, no unit to launch
+                code = tune_worker(settings, 0, args.heartbeat_interval, args.trial_retries)
+            else:
+                from lit_sb3.zoo import pipeline
 
-            steps = int(n_timesteps) * args.seeds_per_trial
-            with StudyProgress(storage, study_name, args.n_trials, steps, args.jobs, interval):
-                code = run_workers(settings, args.jobs)
+                tasks = worker_tasks(settings, args.jobs, args.heartbeat_interval, args.trial_retries)
+                code = pipeline.run_tasks(pipeline.make_launcher(args, show_output=True), tasks)
     except BaseException:
         status = "KILLED"
         tracking.end_run(parent_id, status)

@@ -1,10 +1,11 @@
-"""Launchers run the jobs of a grid: :class:`~lit_sb3.zoo.launchers.local.LocalLauncher` (a process per job on
-this machine); a Ray launcher can sit next to it behind the same :class:`~lit_sb3.zoo.launchers.base.Launcher`
-interface."""
+"""Launchers run the units of the suite (a grid's jobs and seed batches, ``bench tune``'s workers as tasks):
+:class:`~lit_sb3.zoo.launchers.local.LocalLauncher` (a process per unit on this machine) and
+:class:`~lit_sb3.zoo.launchers.ray_launcher.RayLauncher` (a Ray task per unit), behind the same
+:class:`~lit_sb3.zoo.launchers.base.Launcher` interface."""
 
-from lit_sb3.zoo.launchers.base import JobDone, JobStarted, Launcher, LaunchEvent, RunBook
+from lit_sb3.zoo.launchers.base import JobDone, JobStarted, Launcher, LaunchEvent, RunBook, Task, TaskDone
 
-__all__ = ["Launcher", "LaunchEvent", "JobStarted", "JobDone", "RunBook", "get_launcher"]
+__all__ = ["Launcher", "LaunchEvent", "JobStarted", "JobDone", "RunBook", "Task", "TaskDone", "get_launcher"]
 
 
 def get_launcher(name: str, **kwargs: object) -> Launcher:

@@ -15,6 +15,9 @@
   runs in one process (one of the ``--jobs`` slots) through :func:`lit_sb3.zoo.runner.run_jobs`; each of its jobs
   has its own run, events and result (sent as soon as that seed ends), and a crash or timeout of the process
   fails the seeds that had not ended.
+- A :class:`~lit_sb3.zoo.launchers.base.Task` (a ``bench tune`` worker) runs in a process of its own the same
+  way (a slot, its process group, death with the parent), with its output on the terminal; its return value is its
+  exit status.
 """
 
 from __future__ import annotations
@@ -38,7 +41,17 @@ from pathlib import Path
 from typing import Any
 
 from lit_sb3.zoo.jobs import JobSpec
-from lit_sb3.zoo.launchers.base import JobDone, JobStarted, JobUnit, Launcher, LaunchEvent, RunBook, job_units
+from lit_sb3.zoo.launchers.base import (
+    JobDone,
+    JobStarted,
+    JobUnit,
+    Launcher,
+    LaunchEvent,
+    RunBook,
+    Task,
+    TaskDone,
+    job_units,
+)
 from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
 from lit_sb3.zoo.tracking import TrackingTarget, pid_alive
 
@@ -97,25 +110,42 @@ def _die_with_parent(bench_pid: int) -> None:
     threading.Thread(target=watch, name="bench-parent-watchdog", daemon=True).start()
 
 
-def _worker_main(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], conn: Connection, bench_pid: int,
-                 cwd: str, environ: dict[str, str], log_path: str) -> None:  # fmt: skip
-    """Entry point of a job process (a seed batch of one or more jobs)."""
+def _enter_unit(bench_pid: int, cwd: str, environ: dict[str, str], log_path: str | None) -> None:
+    """Set up a unit's process: it dies with ``bench``, has its own process group, leaves Ctrl-C to the parent,
+    writes its output to ``log_path`` (None: where the parent's goes) and has the parent's folder and environment."""
     _die_with_parent(bench_pid)
     with contextlib.suppress(OSError):
         os.setpgrp()  # its own process group: a timeout kills the job's subprocesses too
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
+    if log_path is not None:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
     faulthandler.enable()
     os.chdir(cwd)
     for key in set(os.environ) - set(environ):
         os.environ.pop(key, None)
     os.environ.update(environ)
 
+
+def _task_main(task: Task, conn: Connection, bench_pid: int, cwd: str, environ: dict[str, str]) -> None:
+    """Entry point of a task's process: its return value goes back as its exit status."""
+    _enter_unit(bench_pid, cwd, environ, None)
+    try:
+        conn.send(("exit", int(task.fn(*task.args))))
+    finally:
+        conn.close()
+        sys.stdout.flush()
+        sys.stderr.flush()
+
+
+def _worker_main(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], conn: Connection, bench_pid: int,
+                 cwd: str, environ: dict[str, str], log_path: str) -> None:  # fmt: skip
+    """Entry point of a job process (a seed batch of one or more jobs)."""
+    _enter_unit(bench_pid, cwd, environ, log_path)
     from lit_sb3.zoo.runner import run_jobs
 
     specs = [JobSpec.from_json(text) for text in spec_jsons]
@@ -152,13 +182,15 @@ class _Running:
     process: Any
     conn: Connection
     started: float
-    log_path: Path
+    log_path: Path | None
     results: dict[str, JobResult] = field(default_factory=dict)
     conn_open: bool = True
+    task: Task | None = None
+    code: int | None = None  # a task's exit status, once it sent it
 
     @property
     def key(self) -> str:
-        return self.specs[0].job_id
+        return self.task.name if self.task is not None else self.specs[0].job_id
 
 
 def _signal_name(code: int) -> str:
@@ -215,13 +247,14 @@ class LocalLauncher(Launcher):
             self._context()
             forkserver.ensure_running()
 
-    def submit(self, jobs: Sequence[JobUnit], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
+    def submit(self, jobs: Sequence[JobUnit], target: TrackingTarget | None,
+               runbook: RunBook | None) -> Iterator[LaunchEvent]:  # fmt: skip
         """Run ``jobs`` (see :class:`~lit_sb3.zoo.launchers.base.Launcher`).
 
         Args:
-            jobs: the jobs and seed batches.
-            target: where the workers log.
-            runbook: creates/ends the runs.
+            jobs: the jobs, seed batches and tasks.
+            target: where the workers log (None: tasks only).
+            runbook: creates/ends the runs (None: tasks only).
         """
         ctx = self._context()
         self._runbook = runbook
@@ -231,7 +264,12 @@ class LocalLauncher(Launcher):
         try:
             while pending or self._running:
                 while pending and len(self._running) < self.max_workers:
-                    specs = pending.popleft()
+                    unit = pending.popleft()
+                    if isinstance(unit, Task):
+                        self._start_task(ctx, unit, environ)
+                        continue
+                    specs = unit
+                    assert runbook is not None and target is not None, "jobs need a tracking target and a runbook"
                     run_ids = [runbook.start(spec) for spec in specs]
                     log_path = self.log_dir / f"{specs[0].job_id}.log"
                     reader, writer = ctx.Pipe(duplex=False)
@@ -254,12 +292,22 @@ class LocalLauncher(Launcher):
             if not self.keep_logs and self.log_dir is not None:
                 shutil.rmtree(self.log_dir, ignore_errors=True)
 
+    def _start_task(self, ctx: Any, task: Task, environ: dict[str, str]) -> None:
+        reader, writer = ctx.Pipe(duplex=False)
+        process = ctx.Process(target=_task_main, args=(task, writer, os.getpid(), os.getcwd(), environ),
+                              name=f"bench-{task.name}")  # fmt: skip
+        process.start()
+        writer.close()
+        job = _Running([], [], process, reader, time.monotonic(), None, task=task)
+        self._running[job.key] = job
+
     def _wait_round(self) -> Iterator[LaunchEvent]:
         now = time.monotonic()
         wait_s = 1.0
         if self.timeout is not None:
             for job in self._running.values():
-                wait_s = min(wait_s, max(0.0, job.started + self.timeout - now))
+                if job.task is None:
+                    wait_s = min(wait_s, max(0.0, job.started + self.timeout - now))
         handles: list[Any] = []
         for job in self._running.values():
             handles.append(job.process.sentinel)
@@ -272,12 +320,13 @@ class LocalLauncher(Launcher):
                 job.process.join()
                 yield from self._drain(job, until_eof=True)
                 yield from self._finish(job, None)
-            elif self.timeout is not None and time.monotonic() - job.started > self.timeout:
+            elif self.timeout is not None and job.task is None and time.monotonic() - job.started > self.timeout:
                 self._kill(job)
                 yield from self._drain(job, until_eof=True)
                 yield from self._finish(job, f"timeout after {self.timeout:g} s")
 
     def _drain(self, job: _Running, until_eof: bool = False) -> Iterator[JobProgress | JobDone]:
+        """Read what the unit's process sent: progress, results, a task's exit status."""
         while job.conn_open:
             try:
                 if not job.conn.poll(0):
@@ -290,7 +339,9 @@ class LocalLauncher(Launcher):
                 job.conn_open = False
                 job.conn.close()
                 return
-            if kind == "progress":
+            if kind == "exit":
+                job.code = int(payload)
+            elif kind == "progress":
                 yield JobProgress(**payload)
             elif kind == "result":  # a job (or one seed of a batch) ended and recorded itself
                 result = result_from_dict(payload)
@@ -308,8 +359,9 @@ class LocalLauncher(Launcher):
             job.process.kill()
         job.process.join(timeout=10)
 
-    def _finish(self, job: _Running, timeout_reason: str | None) -> Iterator[JobDone]:
-        """The unit's process ended: its jobs that did not report a result are recorded FAILED."""
+    def _finish(self, job: _Running, timeout_reason: str | None) -> Iterator[JobDone | TaskDone]:
+        """The unit's process ended: its jobs that did not report a result are recorded FAILED; a task that did not
+        send its exit status failed."""
         self._running.pop(job.key, None)
         if job.conn_open:
             job.conn.close()
@@ -317,7 +369,10 @@ class LocalLauncher(Launcher):
         wall = time.monotonic() - job.started
         self._cleanup_group(job)
         missing = [(s, r) for s, r in zip(job.specs, job.run_ids) if s.job_id not in job.results]
-        if not missing:  # the worker recorded every job (even failures)
+        if job.task is None and not missing:  # the worker recorded every job (even failures)
+            return
+        if job.task is not None and job.code is not None:
+            yield TaskDone(job.task, job.code)
             return
         code = job.process.exitcode
         if timeout_reason is not None:
@@ -326,7 +381,10 @@ class LocalLauncher(Launcher):
             reason = f"process died: {_signal_name(code)} (exit code {code})"
         else:
             reason = f"process exited with code {code} before reporting a result"
-        assert self._runbook is not None
+        if job.task is not None:
+            yield TaskDone(job.task, 1, reason)
+            return
+        assert self._runbook is not None and job.log_path is not None
         log = _log_tail(job.log_path)
         for spec, run_id in missing:
             with contextlib.suppress(Exception):

@@ -21,7 +21,9 @@ Same job ids, tracking, evaluation, resume and failure semantics as the local la
   ``timeout after N s``; a job whose retries are exhausted is FAILED with Ray's error;
 - progress snapshots travel through a :class:`ray.util.queue.Queue` (an actor holding no CPU);
 - workers need no shared disk: they log metrics and upload artifacts through the tracking URI (an ``http://``
-  ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine).
+  ``mlflow server`` with ``--artifacts-destination`` on a cluster; a ``sqlite:///`` store on one machine);
+- a :class:`~lit_sb3.zoo.launchers.base.Task` (a ``bench tune`` worker) is a task with the same resources and
+  retries (:func:`ray_task`), its return value its exit status.
 
 Without an address a local Ray instance is started (``ray.init(num_cpus=...)``) and shut down at the end; a Ray
 already initialised in this process (a test's cluster) is used as it is. Ray is the optional extra
@@ -42,7 +44,17 @@ from typing import Any
 
 from lit_sb3.zoo.errors import BenchError
 from lit_sb3.zoo.jobs import JobSpec
-from lit_sb3.zoo.launchers.base import JobDone, JobStarted, JobUnit, Launcher, LaunchEvent, RunBook, job_units
+from lit_sb3.zoo.launchers.base import (
+    JobDone,
+    JobStarted,
+    JobUnit,
+    Launcher,
+    LaunchEvent,
+    RunBook,
+    Task,
+    TaskDone,
+    job_units,
+)
 from lit_sb3.zoo.runner import JobProgress, JobResult, result_from_dict
 from lit_sb3.zoo.tracking import TrackingTarget
 from lit_sb3.zoo.tracking.mlflow_compat import parent_run_id
@@ -53,6 +65,7 @@ __all__ = [
     "check_ray_address",
     "connect_ray",
     "ray_jobs",
+    "ray_task",
     "ATTEMPT_TAG",
     "DEFAULT_MAX_RETRIES",
 ]
@@ -193,6 +206,15 @@ def ray_jobs(spec_jsons: list[str], target: TrackingTarget, run_ids: list[str], 
     return [r.to_dict() for r in run_jobs(specs, target, run_ids=run_ids, progress=progress)]
 
 
+def ray_task(task: Task) -> int:
+    """Body of the Ray task of a :class:`~lit_sb3.zoo.launchers.base.Task`: its call; the exit status.
+
+    Args:
+        task: the task.
+    """
+    return int(task.fn(*task.args))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # driver side
 # ---------------------------------------------------------------------------------------------------------
@@ -205,10 +227,11 @@ class _InFlight:
     started: float | None = None
     cancelled: str | None = None
     start_checked: float = 0.0
+    task: Task | None = None
 
     @property
     def key(self) -> str:
-        return self.specs[0].job_id
+        return self.task.name if self.task is not None else self.specs[0].job_id
 
 
 def _first_line(exc: BaseException) -> str:
@@ -228,11 +251,13 @@ class RayLauncher(Launcher):
         gpus_per_job: Ray ``num_gpus`` of a job (fractions share a GPU).
         max_retries: times Ray re-runs a job whose worker or node is lost.
         num_cpus: CPUs of a local Ray instance (None: ``max_workers * cpus_per_job``, else all).
+        log_to_driver: print the workers' output here (a task's lines; jobs write theirs to their runs).
     """
 
     def __init__(self, max_workers: int | None = None, timeout: float | None = None, start_method: str | None = None,
                  address: str | None = None, cpus_per_job: float = 1.0, gpus_per_job: float = 0.0,
-                 max_retries: int = DEFAULT_MAX_RETRIES, num_cpus: int | None = None) -> None:  # fmt: skip
+                 max_retries: int = DEFAULT_MAX_RETRIES, num_cpus: int | None = None,
+                 log_to_driver: bool = False) -> None:  # fmt: skip
         import_ray()
         if cpus_per_job <= 0:
             raise BenchError(f"--cpus-per-job must be > 0, got {cpus_per_job:g}")
@@ -247,6 +272,7 @@ class RayLauncher(Launcher):
         self.gpus_per_job = float(gpus_per_job)
         self.max_retries = int(max_retries)
         self.num_cpus = num_cpus
+        self.log_to_driver = log_to_driver
         self._owns_ray = False
         self._connected = False
         self._running: dict[str, _InFlight] = {}
@@ -265,7 +291,7 @@ class RayLauncher(Launcher):
         local_cpus = self.num_cpus
         if local_cpus is None and self.address is None and self._max_workers is not None:
             local_cpus = max(1, math.ceil(self._max_workers * self.cpus_per_job))
-        self._owns_ray = connect_ray(self.address, num_cpus=local_cpus)
+        self._owns_ray = connect_ray(self.address, num_cpus=local_cpus, log_to_driver=self.log_to_driver)
         self.init_seconds = time.monotonic() - t0
         self._connected = True
 
@@ -287,13 +313,14 @@ class RayLauncher(Launcher):
         return self._max_workers
 
     # -- running -------------------------------------------------------------------------------------------
-    def submit(self, jobs: Sequence[JobUnit], target: TrackingTarget, runbook: RunBook) -> Iterator[LaunchEvent]:
+    def submit(self, jobs: Sequence[JobUnit], target: TrackingTarget | None,
+               runbook: RunBook | None) -> Iterator[LaunchEvent]:  # fmt: skip
         """Run ``jobs`` as Ray tasks (see :class:`~lit_sb3.zoo.launchers.base.Launcher`).
 
         Args:
-            jobs: the jobs and seed batches (a batch is one task).
-            target: where the workers log.
-            runbook: creates/ends the runs.
+            jobs: the jobs, seed batches (a batch is one task) and tasks.
+            target: where the workers log (None: tasks only).
+            runbook: creates/ends the runs (None: tasks only).
         """
         import ray
         from ray.util.queue import Queue
@@ -301,7 +328,7 @@ class RayLauncher(Launcher):
         self.connect()
         slots = self.max_workers
         self._runbook, self._target = runbook, target
-        remote = ray.remote(ray_jobs)
+        remote, task_remote = ray.remote(ray_jobs), ray.remote(ray_task)
         options = {"num_cpus": self.cpus_per_job, "num_gpus": self.gpus_per_job, "max_retries": self.max_retries,
                    "retry_exceptions": False}  # fmt: skip
         self._queue = Queue(actor_options={"num_cpus": 0})
@@ -309,7 +336,14 @@ class RayLauncher(Launcher):
         try:
             while pending or self._running:
                 while pending and len(self._running) < slots:
-                    specs = pending.popleft()
+                    unit = pending.popleft()
+                    if isinstance(unit, Task):
+                        ref = task_remote.options(name=f"bench-{unit.name}", **options).remote(unit)
+                        job = _InFlight([], [], ref, time.monotonic(), task=unit)
+                        self._running[job.key] = job
+                        continue
+                    specs = unit
+                    assert runbook is not None and target is not None, "jobs need a tracking target and a runbook"
                     run_ids = [runbook.start(spec) for spec in specs]
                     name = specs[0].name if len(specs) == 1 else f"{specs[0].name}+{len(specs) - 1}"
                     ref = remote.options(name=f"bench-{name}", **options).remote(
@@ -351,7 +385,7 @@ class RayLauncher(Launcher):
         for job in list(self._running.values()):
             if job.ref in done:
                 yield from self._finish(job)
-            elif self.timeout is not None and job.cancelled is None:
+            elif self.timeout is not None and job.cancelled is None and job.task is None:
                 if job.started is None and (not self._queue_ok or time.monotonic() - job.submitted > self.timeout):
                     job.started = self._recorded_start(job)  # the progress queue is down or late: ask the run
                 since = job.started  # never the submission: Ray worker start-up and queueing are not the job's
@@ -378,10 +412,16 @@ class RayLauncher(Launcher):
                 return now - max(0.0, time.time() - max(stamps))
         return None
 
-    def _finish(self, job: _InFlight) -> Iterator[JobDone]:
+    def _finish(self, job: _InFlight) -> Iterator[JobDone | TaskDone]:
         import ray
 
         self._running.pop(job.key, None)
+        if job.task is not None:
+            try:
+                yield TaskDone(job.task, int(ray.get(job.ref)))
+            except ray.exceptions.RayError as exc:  # it raised, or its worker was lost more than max_retries
+                yield TaskDone(job.task, 1, _first_line(exc))
+            return
         wall = time.monotonic() - (job.started or job.submitted)
         try:
             value = ray.get(job.ref)

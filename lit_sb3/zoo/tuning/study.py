@@ -1,27 +1,20 @@
-"""Optuna storage, samplers, study creation/resume and the worker processes of ``bench tune``.
+"""Optuna storage, samplers and study creation/resume of ``bench tune``.
 
 Storage: a journal file by default (``./optuna/<study>.journal``; several local processes share it and
 ``optuna-dashboard ./optuna/<study>.journal`` reads it), or any RDB URL (``sqlite:///...``,
-``postgresql://...``). A study is resumed until it holds ``n_trials`` finished (COMPLETE + PRUNED) trials;
-``--jobs N`` runs N spawned worker processes on it, each calling ``study.optimize`` until the finished trials and
-those this invocation's workers are running make ``n_trials`` (:class:`_TrialCap`; Optuna's ``MaxTrialsCallback``
-counts finished ones only, so N workers ran up to N - 1 trials over).
+``postgresql://...``). A study is resumed until it holds ``n_trials`` finished (COMPLETE + PRUNED) trials; its
+workers are :mod:`lit_sb3.zoo.tuning.workers`'.
 """
 
 from __future__ import annotations
 
-import contextlib
-import datetime
-import logging
-import multiprocessing
 import re
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError, did_you_mean
-from lit_sb3.zoo.tuning.objective import Objective, TrialFailed, TuneSettings
+from lit_sb3.zoo.tuning.objective import TuneSettings
 
 __all__ = [
     "SAMPLERS",
@@ -34,7 +27,6 @@ __all__ = [
     "load_or_create_study",
     "objective_name",
     "finished_count",
-    "run_workers",
 ]
 
 SAMPLERS = ("tpe", "random", "cmaes", "gp")
@@ -221,139 +213,3 @@ def finished_count(study: Any) -> int:
     from optuna.trial import TrialState
 
     return len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.PRUNED)))
-
-
-class _TrialCap:
-    """Stop a worker from starting another trial once the study's finished trials (COMPLETE, PRUNED) and the
-    trials running since this invocation started reach ``n_trials``: with N workers Optuna's ``MaxTrialsCallback``
-    (finished trials only) let each worker start one more while the others' last trials ran. A RUNNING trial from
-    an earlier invocation that was killed is not counted (it will never finish), so a resumed study still gets its
-    ``n_trials`` finished trials.
-
-    Args:
-        n_trials: the study's finished trials to reach.
-        since: when this invocation started (``datetime.now()``, as Optuna stamps ``datetime_start``).
-    """
-
-    def __init__(self, n_trials: int, since: datetime.datetime) -> None:
-        self.n_trials, self.since = n_trials, since
-
-    def __call__(self, study: Any, trial: Any) -> None:
-        from optuna.trial import TrialState
-
-        states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING)
-        count = sum(
-            1
-            for t in study.get_trials(deepcopy=False, states=states)
-            if t.state != TrialState.RUNNING or (t.datetime_start is not None and t.datetime_start >= self.since)
-        )
-        if count >= self.n_trials:
-            study.stop()
-
-
-class _FailureCap:
-    """Stop the study when this worker has seen ``limit`` failed trials in a row (a broken setup)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.in_a_row = 0
-
-    def __call__(self, study: Any, trial: Any) -> None:
-        from optuna.trial import TrialState
-
-        self.in_a_row = self.in_a_row + 1 if trial.state == TrialState.FAIL else 0
-        if self.in_a_row >= self.limit:
-            logging.getLogger(__name__).warning("stopping: %d trials failed in a row", self.in_a_row)
-            study.stop()
-
-
-def _print_trial(study: Any, trial: Any) -> None:
-    """One line per finished trial."""
-    from optuna.trial import TrialState
-
-    steps = trial.user_attrs.get("env_steps")
-    extra = f"  env steps {steps}" if steps is not None else ""
-    if trial.state == TrialState.COMPLETE:
-        text = f"value {trial.value:.4g}"
-    elif trial.state == TrialState.PRUNED:
-        text = f"pruned at step {trial.user_attrs.get('pruned_at_step', '?')}"
-    else:
-        text = f"failed: {trial.user_attrs.get('failure_reason', '')}"
-    print(f"trial {trial.number:4d} {trial.state.name:8s} {text}{extra}", flush=True)
-
-
-@contextlib.contextmanager
-def _quiet_optuna() -> Iterator[None]:
-    import optuna
-
-    level = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.ERROR)  # failed trials are printed by _print_trial
-    try:
-        yield
-    finally:
-        optuna.logging.set_verbosity(level)
-
-
-def worker_main(settings: TuneSettings, worker: int = 0, since: datetime.datetime | None = None) -> int:
-    """Run trials of the study until it holds ``settings.n_trials`` finished trials (or the timeout).
-
-    Args:
-        settings: the study settings.
-        worker: worker index.
-        since: when the invocation started (its workers' running trials count towards ``n_trials``; default now).
-    """
-    from lit_sb3.zoo.tracking import quiet_mlflow
-
-    since = since or datetime.datetime.now()
-
-    quiet_mlflow()
-    with _quiet_optuna():
-        study = load_or_create_study(settings, worker=worker)
-        if finished_count(study) >= settings.n_trials:
-            return 0
-        callbacks = [
-            _TrialCap(settings.n_trials, since),
-            _FailureCap(max(3, settings.n_trials)),
-            _print_trial,
-        ]
-        study.optimize(Objective(settings), n_trials=None, timeout=settings.timeout, callbacks=callbacks,
-                       catch=(TrialFailed,), gc_after_trial=True)  # fmt: skip
-    return 0
-
-
-def _spawn_target(settings: TuneSettings, worker: int, since: datetime.datetime) -> None:
-    import sys
-
-    try:
-        worker_main(settings, worker, since)
-    except KeyboardInterrupt:
-        sys.exit(130)
-
-
-def run_workers(settings: TuneSettings, jobs: int) -> int:
-    """Run the study with ``jobs`` worker processes (spawned; ``jobs == 1`` runs in this process).
-
-    Args:
-        settings: the study settings.
-        jobs: number of worker processes.
-    """
-    if jobs <= 1:
-        return worker_main(settings, 0)
-    ctx = multiprocessing.get_context("spawn")
-    since = datetime.datetime.now()
-    procs = [ctx.Process(target=_spawn_target, args=(settings, w, since), name=f"bench-tune-{w}")
-             for w in range(jobs)]  # fmt: skip
-    for proc in procs:
-        proc.start()
-    try:
-        for proc in procs:
-            proc.join()
-    except KeyboardInterrupt:
-        for proc in procs:
-            if proc.is_alive():
-                proc.terminate()
-        for proc in procs:
-            proc.join(10)
-        raise
-    bad = [p.exitcode for p in procs if p.exitcode not in (0, None)]
-    return 1 if bad else 0

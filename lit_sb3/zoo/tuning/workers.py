@@ -1,25 +1,27 @@
-"""``bench tune --launcher ray``: the study's trial workers as Ray tasks sharing one storage.
+"""The trial workers of ``bench tune``: one body (:func:`tune_worker`) that a launcher runs as a unit
+(:class:`~lit_sb3.zoo.launchers.base.Task`): a spawned process of the local launcher, or a Ray task
+(``num_cpus``/``num_gpus`` per worker, ``max_retries`` for a lost worker or node, ``retry_exceptions=False``).
 
-Each of the ``--jobs`` workers is a Ray task (``num_cpus``/``num_gpus`` per worker, ``max_retries`` for a lost
-worker or node, ``retry_exceptions=False``) that runs trials of the study until it holds ``n_trials`` finished
-(COMPLETE + PRUNED) trials. On a cluster the storage must be an RDB every node reaches (PostgreSQL); it is
-opened with Optuna's heartbeat::
+Each of the ``--jobs`` workers runs trials of the study until it holds ``n_trials`` finished (COMPLETE + PRUNED)
+trials. On a cluster the storage must be an RDB every node reaches (PostgreSQL); an RDB is opened with Optuna's
+heartbeat::
 
     RDBStorage(url, heartbeat_interval=h, grace_period=max(3 h, 60 s),
-               heartbeat_stale_trial_callback=RetryFailedTrialCallback(max_retry=--trial-retries))
+               heartbeat_stale_trial_callback=RetryHeartbeatStaleTrialCallback(max_retry=--trial-retries))
 
-(``failed_trial_callback`` before Optuna 4.9)
+(``failed_trial_callback`` and ``RetryFailedTrialCallback`` before Optuna 4.9)
 so the trial of a worker that died stops beating, is marked FAIL by the next worker that looks
 (``optuna.storages.fail_stale_trials``) and re-enqueued with the same parameters (a new trial number: numbers
 never repeat); its MLflow runs are marked KILLED (tag ``lit_sb3.trial_state=lost``). A trial records the process
 that runs it (``lit_sb3.process``): a worker on the same host fails a trial whose process is gone at once
-(:func:`fail_dead_trials`), so the grace period can be long enough (60 s at least) that a live trial on a loaded
-machine, late with a few beats, is never failed under its worker (whose ``tell`` Optuna would then refuse).
+(:func:`fail_dead_trials`; the only way on a journal file, which has no heartbeat), so the grace period can be
+long enough (60 s at least) that a live trial on a loaded machine, late with a few beats, is never failed under
+its worker (whose ``tell`` Optuna would then refuse).
 
-A worker starts a new trial only while finished + running + waiting trials are fewer than ``n_trials`` (so the
-study does not run over, except when two workers decide in the same instant), runs a waiting (retried) trial
-first, and otherwise polls until the others' trials end or go stale: a lost trial is never left RUNNING while a
-worker is alive. A journal file works with a local Ray instance (one machine; no heartbeat there).
+A worker starts a new trial only while finished + running + waiting trials are fewer than ``n_trials``, deciding
+and creating the trial under the study's :class:`~lit_sb3.zoo.pipeline.TrialSlotLock` (so the study never runs
+over), runs a waiting (retried) trial first, and otherwise polls until the others' trials end or go stale: a lost
+trial is never left RUNNING while a worker is alive.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import inspect
 import logging
 import time
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from lit_sb3.zoo.errors import BenchError
@@ -36,18 +39,17 @@ from lit_sb3.zoo.tuning.objective import TuneSettings
 
 __all__ = [
     "LostTrialCallback",
-    "TrialSlotLock",
     "check_ray_tuning",
     "fail_dead_trials",
     "grace_period",
     "open_heartbeat_storage",
-    "ray_tune_worker",
-    "run_ray_workers",
+    "print_trial",
+    "tune_worker",
+    "worker_tasks",
 ]
 
 DEFAULT_HEARTBEAT_S = 30
 DEFAULT_TRIAL_RETRIES = 2
-DEFAULT_MAX_RETRIES = 3
 #: the least seconds without a heartbeat before Optuna fails a trial as lost: a live trial on a loaded machine
 #: can miss a few beats, and failing it while it runs kills the worker that runs it (its tell is refused)
 MIN_GRACE_S = 60
@@ -57,8 +59,8 @@ PROCESS_ATTR = "lit_sb3.process"
 
 
 class LostTrialCallback:
-    """Optuna ``failed_trial_callback``: end the MLflow runs of a trial whose worker was lost (KILLED), then let
-    ``RetryFailedTrialCallback`` re-enqueue it.
+    """Optuna ``heartbeat_stale_trial_callback``: end the MLflow runs of a trial whose worker was lost (KILLED),
+    then let ``RetryHeartbeatStaleTrialCallback`` (``RetryFailedTrialCallback`` before Optuna 4.9) re-enqueue it.
 
     Args:
         tracking_uri: the MLflow tracking URI.
@@ -66,10 +68,13 @@ class LostTrialCallback:
     """
 
     def __init__(self, tracking_uri: str, max_retry: int) -> None:
-        from optuna.storages import RetryFailedTrialCallback
+        import optuna.storages
 
+        retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None)
         self.tracking_uri = tracking_uri
-        self.retry = RetryFailedTrialCallback(max_retry=max_retry)
+        with warnings.catch_warnings():  # experimental in Optuna; a user of bench tune has nothing to do about it
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            self.retry = (retry or optuna.storages.RetryFailedTrialCallback)(max_retry=max_retry)
 
     def __call__(self, study: Any, trial: Any) -> None:
         """End the trial's runs, re-enqueue it.
@@ -134,74 +139,6 @@ def fail_dead_trials(study: Any, callback: Any) -> list[int]:
     return failed
 
 
-class TrialSlotLock:
-    """A lock shared by every worker of one study, held from "how many trials are left?" until the trial this
-    worker then starts exists (RUNNING, so the others count it): two workers can no longer both take the last
-    slot and run the study over. PostgreSQL: an advisory lock (``pg_advisory_lock``); MySQL: ``GET_LOCK``;
-    a journal file or a sqlite file (one machine): ``flock`` on ``<storage file>.lock``.
-
-    Args:
-        spec: the storage spec.
-        study_name: the study name (the lock's key).
-    """
-
-    def __init__(self, spec: str, study_name: str) -> None:
-        import hashlib
-
-        from lit_sb3.zoo.tuning.study import is_journal
-
-        self.spec, self.name = spec, f"lit_sb3-tune-{study_name}"
-        self.key = int.from_bytes(hashlib.sha256(self.name.encode()).digest()[:8], "big") & (2**63 - 1)
-        self._engine: Any = None
-        self._held: Any = None
-        if is_journal(spec) or spec.startswith("sqlite:///"):
-            self.path: str | None = (spec if is_journal(spec) else spec[len("sqlite:///") :].split("?")[0]) + ".lock"
-        else:
-            self.path = None
-            if spec.startswith(("postgresql", "postgres", "mysql")):
-                import sqlalchemy
-                from sqlalchemy.pool import NullPool
-
-                self._engine = sqlalchemy.create_engine(spec, poolclass=NullPool)
-
-    def acquire(self) -> None:
-        """Block until this worker holds the lock."""
-        if self.path is not None:
-            import fcntl
-
-            handle = open(self.path, "a")  # noqa: SIM115 - held until release()
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            self._held = handle
-        elif self._engine is not None:
-            import sqlalchemy
-
-            conn = self._engine.connect()
-            if self._engine.dialect.name == "mysql":
-                conn.execute(sqlalchemy.text("SELECT GET_LOCK(:n, -1)"), {"n": self.name})
-            else:
-                conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": self.key})
-            self._held = conn
-
-    def release(self) -> None:
-        """Let the next worker in (idempotent)."""
-        held, self._held = self._held, None
-        if held is None:
-            return
-        with contextlib.suppress(Exception):
-            if self.path is not None:
-                import fcntl
-
-                fcntl.flock(held, fcntl.LOCK_UN)
-            else:
-                import sqlalchemy
-
-                if self._engine.dialect.name == "mysql":
-                    held.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:n)"), {"n": self.name})
-                else:
-                    held.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": self.key})
-        held.close()
-
-
 def open_heartbeat_storage(spec: str, tracking_uri: str, heartbeat_interval: int, trial_retries: int) -> Any:
     """The study's storage: an RDB URL with heartbeat and retry of lost trials; a journal file as it is.
 
@@ -235,9 +172,42 @@ def open_heartbeat_storage(spec: str, tracking_uri: str, heartbeat_interval: int
         raise BenchError(f"cannot open storage {spec!r}: {type(exc).__name__}: {text}") from exc
 
 
-def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int = DEFAULT_HEARTBEAT_S,
-                    trial_retries: int = DEFAULT_TRIAL_RETRIES) -> int:  # fmt: skip
-    """Body of one Ray tuning worker: run trials until the study holds ``n_trials`` finished ones.
+def print_trial(study: Any, trial: Any) -> None:
+    """One line per finished trial (an Optuna callback).
+
+    Args:
+        study: the study.
+        trial: the trial that ended.
+    """
+    from optuna.trial import TrialState
+
+    steps = trial.user_attrs.get("env_steps")
+    extra = f"  env steps {steps}" if steps is not None else ""
+    if trial.state == TrialState.COMPLETE:
+        text = f"value {trial.value:.4g}"
+    elif trial.state == TrialState.PRUNED:
+        text = f"pruned at step {trial.user_attrs.get('pruned_at_step', '?')}"
+    else:
+        text = f"failed: {trial.user_attrs.get('failure_reason', '')}"
+    print(f"trial {trial.number:4d} {trial.state.name:8s} {text}{extra}", flush=True)
+
+
+@contextlib.contextmanager
+def _quiet_optuna() -> Iterator[None]:
+    import optuna
+
+    level = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # failed trials are printed by print_trial
+    try:
+        yield
+    finally:
+        optuna.logging.set_verbosity(level)
+
+
+def tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int = DEFAULT_HEARTBEAT_S,
+                trial_retries: int = DEFAULT_TRIAL_RETRIES) -> int:  # fmt: skip
+    """Body of one tuning worker: run trials until the study holds ``n_trials`` finished ones; the exit status
+    (1 when its trials kept failing).
 
     Args:
         settings: the study settings.
@@ -245,15 +215,22 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
         heartbeat_interval: Optuna heartbeat (seconds).
         trial_retries: times a lost trial is re-run.
     """
+    from lit_sb3.zoo.tracking import quiet_mlflow
+
+    quiet_mlflow()
+    with _quiet_optuna():
+        return _run_trials(settings, worker, heartbeat_interval, trial_retries)
+
+
+def _run_trials(settings: TuneSettings, worker: int, heartbeat_interval: int, trial_retries: int) -> int:
     import optuna
     from optuna.trial import TrialState
 
-    from lit_sb3.zoo.tracking import process_tag, quiet_mlflow
+    from lit_sb3.zoo.pipeline import TrialSlotLock
+    from lit_sb3.zoo.tracking import process_tag
     from lit_sb3.zoo.tuning.objective import Objective, TrialFailed
-    from lit_sb3.zoo.tuning.study import _print_trial, load_or_create_study
+    from lit_sb3.zoo.tuning.study import load_or_create_study
 
-    quiet_mlflow()
-    optuna.logging.set_verbosity(optuna.logging.ERROR)
     storage = open_heartbeat_storage(settings.storage, settings.tracking.uri, heartbeat_interval, trial_retries)
     study = load_or_create_study(settings, storage=storage, worker=worker)
     objective = Objective(settings)
@@ -273,7 +250,8 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
         before: set[int] = set()
         slot.acquire()  # released once this worker's next trial exists, or below
         try:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(Exception), warnings.catch_warnings():
+                warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
                 fail_dead_trials(study, lost)
                 optuna.storages.fail_stale_trials(study)
             trials = study.get_trials(deepcopy=False)
@@ -286,7 +264,7 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
                 time.sleep(poll_s)  # the others' trials cover the rest: wait until they end or go stale
                 continue
             before = {t.number for t in trials}
-            study.optimize(run_trial, n_trials=1, catch=(TrialFailed,), callbacks=[_print_trial], gc_after_trial=True)
+            study.optimize(run_trial, n_trials=1, catch=(TrialFailed,), callbacks=[print_trial], gc_after_trial=True)
         except (ValueError, AssertionError):  # Optuna refused to tell a trial another worker had failed as lost
             taken = [t for t in study.get_trials(deepcopy=False) if t.number not in before and t.state.is_finished()]
             if not taken:
@@ -306,6 +284,21 @@ def ray_tune_worker(settings: TuneSettings, worker: int, heartbeat_interval: int
     return 0
 
 
+def worker_tasks(settings: TuneSettings, jobs: int, heartbeat_interval: int = DEFAULT_HEARTBEAT_S,
+                 trial_retries: int = DEFAULT_TRIAL_RETRIES) -> list[Any]:  # fmt: skip
+    """The study's ``jobs`` workers as launcher units (worker ``w`` seeds its sampler with ``seed + w``).
+
+    Args:
+        settings: the study settings.
+        jobs: number of workers.
+        heartbeat_interval: Optuna heartbeat (seconds; RDB storages).
+        trial_retries: times a lost trial is re-run.
+    """
+    from lit_sb3.zoo.launchers.base import Task
+
+    return [Task(f"tune-{w}", tune_worker, (settings, w, heartbeat_interval, trial_retries)) for w in range(jobs)]
+
+
 def check_ray_tuning(storage: str, address: str | None) -> None:
     """Fail early (one line) when Ray is missing, a cluster is given a journal file or cannot be reached.
 
@@ -321,49 +314,3 @@ def check_ray_tuning(storage: str, address: str | None) -> None:
         raise BenchError(f"--launcher ray --ray-address {address}: the workers run on other machines and cannot share "
                          f"the journal file {storage}; give --storage postgresql://... (an RDB every node reaches)")  # fmt: skip
     check_ray_address(address)
-
-
-def run_ray_workers(settings: TuneSettings, jobs: int, *, address: str | None = None, cpus_per_job: float = 1.0,
-                    gpus_per_job: float = 0.0, heartbeat_interval: int = DEFAULT_HEARTBEAT_S,
-                    trial_retries: int = DEFAULT_TRIAL_RETRIES, max_retries: int = DEFAULT_MAX_RETRIES) -> int:  # fmt: skip
-    """Run the study with ``jobs`` Ray tasks; returns 0 when every worker ended well, else 1.
-
-    Args:
-        settings: the study settings.
-        jobs: number of workers.
-        address: Ray cluster (None: a local Ray instance with ``jobs * cpus_per_job`` CPUs).
-        cpus_per_job: Ray ``num_cpus`` of a worker.
-        gpus_per_job: Ray ``num_gpus`` of a worker.
-        heartbeat_interval: Optuna heartbeat (seconds).
-        trial_retries: times a lost trial is re-run.
-        max_retries: times Ray re-runs a lost worker.
-    """
-    import math
-
-    from lit_sb3.zoo.launchers.ray_launcher import connect_ray, import_ray
-
-    check_ray_tuning(settings.storage, address)
-    ray = import_ray()
-    owns = connect_ray(
-        address, num_cpus=None if address else max(1, math.ceil(jobs * cpus_per_job)), log_to_driver=True
-    )
-    remote = ray.remote(ray_tune_worker).options(num_cpus=cpus_per_job, num_gpus=gpus_per_job, max_retries=max_retries,
-                                                 retry_exceptions=False)  # fmt: skip
-    refs = [remote.remote(settings, w, heartbeat_interval, trial_retries) for w in range(jobs)]
-    try:
-        codes = []
-        for ref in refs:
-            try:
-                codes.append(int(ray.get(ref)))
-            except ray.exceptions.RayError as exc:
-                print(f"tuning worker failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", flush=True)
-                codes.append(1)
-        return 0 if all(c == 0 for c in codes) else 1
-    except BaseException:
-        for ref in refs:
-            with contextlib.suppress(Exception):
-                ray.cancel(ref, force=True)
-        raise
-    finally:
-        if owns:
-            ray.shutdown()
