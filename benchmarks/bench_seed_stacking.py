@@ -167,7 +167,7 @@ def main() -> None:
                 np.random.normal(size=1), np.zeros(1), [{}],
             )  # fmt: skip
         singles.append(single)
-    vm = _VmapSAC(batch.members)
+    vm = _VmapSAC([batch.member(i) for i in range(k)])
     sync = th.cuda.synchronize if args.device.startswith("cuda") else (lambda: None)
 
     def run_bmm() -> None:

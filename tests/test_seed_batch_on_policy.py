@@ -352,6 +352,44 @@ def test_member_save_load_round_trip(cls, tmp_path):
             assert th.equal(saved[j][key], live[j][key]), key
 
 
+def test_predict_gives_each_seed_its_members_actions_without_copying_optimiser_state(tmp_path):
+    """A K-seed ``predict`` (observations ``[K, ...]``) returns what each seed's member predicts, and writes only the
+    seeds' weights into the members: their optimisers stay as they were (``member(i)`` writes them)."""
+    model = SeedBatch(PPO, seeds=[0, 1], n_steps=8, batch_size=8, policy_kwargs=dict(net_arch=[16]))
+    RLTrainer(max_steps=32, logger=False, enable_checkpointing=False, default_root_dir=tmp_path).fit(
+        model, datamodule=RLEnvDataModule(train_env=[make_vec_env("CartPole-v1", n_envs=2, seed=s) for s in (0, 1)])
+    )
+    for member in model.members:
+        member.policy.optimizer.state.clear()
+    obs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype(np.float32)
+    actions, states = model.predict(obs, deterministic=True)
+    assert actions.shape == (2, 5) and states is None
+    assert all(not member.policy.optimizer.state for member in model.members)
+    for i in range(2):
+        assert np.array_equal(actions[i], model.member(i).predict(obs[i], deterministic=True)[0])
+    assert all(member.policy.optimizer.state for member in model.members)  # member(i) wrote seed i's
+
+
+def test_the_stacked_policy_is_the_one_copy_of_the_weights_until_a_member_is_asked_for():
+    """Once stacked, the members' tensors hold no weights (one element of storage each); ``member(i)`` makes seed
+    i's own copy, equal to its slice of the stacked tensors, and leaves the other members' empty."""
+    model = SeedBatch(PPO, seeds=[0, 1], n_steps=8, batch_size=8, policy_kwargs=dict(net_arch=[16]))
+    model.set_env([make_vec_env("CartPole-v1", n_envs=2, seed=s) for s in (0, 1)])
+    links = model._seed_state.links
+
+    def holds_weights(i: int) -> list[bool]:  # (tensors of more than one element: a scalar's storage is one)
+        tensors = [link.member_tensors[i] for link in links if link.member_tensors[i].numel() > 1]
+        return [t.untyped_storage().nbytes() == t.numel() * t.element_size() for t in tensors]
+
+    assert len(links) > 0 and not any(holds_weights(0) + holds_weights(1))
+    member = model.member(1)
+    assert all(holds_weights(1)) and not any(holds_weights(0))
+    for link in links:
+        assert th.equal(link.member_tensors[1], link.seed_slice(1))
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    assert np.array_equal(model.predict(obs[None].repeat(2, 0), deterministic=True)[0][1], member.predict(obs, True)[0])
+
+
 @pytest.mark.parametrize("space", list(SPACES))
 def test_other_spaces_retrace_separate_runs(space, tmp_path):
     """MultiDiscrete (split and uniform), MultiBinary actions and Discrete (one-hot) observations: each seed of a

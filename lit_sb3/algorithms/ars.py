@@ -30,7 +30,6 @@ from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.on_policy import obs_as_tensor
-from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.logger import rollout_metrics
 from lit_sb3.core.schedules import get_schedule_fn
@@ -47,7 +46,7 @@ warnings.filterwarnings(
 )
 
 
-class ARS(SeedDimensionMixin, BaseAlgorithm):
+class ARS(BaseAlgorithm):
     """Augmented Random Search, with sb3-contrib 2.9's arguments and defaults.
 
     Args:
@@ -153,7 +152,7 @@ class ARS(SeedDimensionMixin, BaseAlgorithm):
         self._setup_lr_schedule()
         self.delta_std_schedule = get_schedule_fn(self.delta_std)
         if self._seed_state is not None:  # K > 1: the members' policies (built as their separate runs), stacked
-            self._stack_members()
+            self._seed_state.stack_members()
             first = self.members[0].policy
             by_member = {id(link.member_tensors[0]): link for link in self._seed_state.links}
             self._weight_links = [by_member[id(p)] for p in first.parameters()]  # theta's layout
@@ -492,10 +491,10 @@ class ARS(SeedDimensionMixin, BaseAlgorithm):
                 "time/total_timesteps": steps,
             }
             metrics.update(rollout_metrics(self._ep_info_buffers[i]))
-            if taking is None:
+            if self._seed_state is None:
                 self.log_metrics(metrics, step=self.num_timesteps)
             else:
-                self.dump_seed_logs(i, metrics)
+                self._seed_state.dump_logs(i, metrics)
 
     def member(self, i: int) -> BaseAlgorithm:
         member = super().member(i)

@@ -9,13 +9,14 @@ logger in ``trainer.loggers`` once per log interval with ``step = num_timesteps`
 
 from __future__ import annotations
 
+import copy
 import io
 import pathlib
 import pickle
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Literal, TypeVar
 
 import lightning as L
@@ -25,6 +26,7 @@ from gymnasium import spaces
 
 from lit_sb3.algorithms import archive
 from lit_sb3.algorithms.fit_context import FitContext
+from lit_sb3.algorithms.seed_dim import SeedState, predict_stacked, seeds_from_archive
 from lit_sb3.callbacks.base import BaseCallback, CallbackList, ConvertCallback
 from lit_sb3.core.logger import send_dump
 from lit_sb3.core.preprocessing import check_for_nested_spaces, get_device
@@ -111,6 +113,8 @@ class BaseAlgorithm(L.LightningModule):
     )
 
     policy: BasePolicy
+    # the per-seed state of a model of K > 1 seeds (set_seeds); None for a single seed
+    _seed_state: SeedState | None = None
     # a training_step runs collect/update cycles until at least this many env steps were collected (the families
     # raise it: Lightning costs ~0.3-1 ms per training_step)
     min_env_steps_per_training_step: ClassVar[int] = 1
@@ -219,7 +223,11 @@ class BaseAlgorithm(L.LightningModule):
         supported_action_spaces: tuple[type[spaces.Space], ...] | None = None,
         support_multi_env: bool | None = None,
     ) -> None:
-        """Wrap ``env`` as a VecEnv, check its spaces and attach it (spaces must match a loaded model's)."""
+        """Wrap ``env`` as a VecEnv, check its spaces and attach it (spaces must match a loaded model's); K > 1
+        seeds: one env per seed (:meth:`SeedState.attach_envs`)."""
+        if self._seed_state is not None:
+            self._seed_state.attach_envs(env)
+            return
         supported_action_spaces = supported_action_spaces or self._supported_action_spaces
         support_multi_env = self._support_multi_env if support_multi_env is None else support_multi_env
         vec_env = self._wrap_env(env)
@@ -307,6 +315,9 @@ class BaseAlgorithm(L.LightningModule):
             env: the env (id, gym env, callable or VecEnv).
             force_reset: start from a reset of the new env.
         """
+        if self._seed_state is not None:  # one env per seed
+            self._seed_state.set_env(env, force_reset)
+            return
         vec_env = self._wrap_env(env)
         n_envs = getattr(self, "n_envs", None)
         if self.policy_ready and n_envs is not None and vec_env.num_envs != n_envs:
@@ -321,7 +332,7 @@ class BaseAlgorithm(L.LightningModule):
             self._last_obs = None
 
     def get_env(self) -> VecEnv | None:
-        """The current training env."""
+        """The current training env (None for K > 1 seeds: their envs are :attr:`envs`)."""
         return self.env
 
     def get_vec_normalize_env(self) -> VecNormalize | None:
@@ -330,6 +341,9 @@ class BaseAlgorithm(L.LightningModule):
 
     @property
     def policy_ready(self) -> bool:
+        """Whether the networks are built (K > 1 seeds: the members' stacked)."""
+        if self._seed_state is not None:
+            return self._seed_state.built
         return isinstance(getattr(self, "policy", None), th.nn.Module)
 
     @property
@@ -415,7 +429,57 @@ class BaseAlgorithm(L.LightningModule):
             i: seed index (position in :attr:`seeds`).
         """
         self._check_seed_index(i)
-        return self
+        return self if self._seed_state is None else self._seed_state.member(i)
+
+    @property
+    def members(self) -> list[BaseAlgorithm]:
+        """The K single-seed models (``[self]`` for a single seed): their envs, spaces and exploration; their weights
+        only once :meth:`member` made and synced them (the stacked policy holds the seeds' weights)."""
+        return [self] if self._seed_state is None else self._seed_state.members
+
+    @property
+    def envs(self) -> list[VecEnv]:
+        """One training VecEnv per seed (``[env]`` for a single seed)."""
+        if self._seed_state is None:
+            return [] if self.env is None else [self.env]
+        return self._seed_state.envs
+
+    @property
+    def seed_generators(self) -> list[th.Generator] | None:
+        """Seed i's own torch random stream (K > 1), None for a single seed (torch's global generator)."""
+        return None if self._seed_state is None else self._seed_state.generators
+
+    def set_seeds(self, seeds: Sequence[int], policy: Any, kwargs: dict[str, Any]) -> None:
+        """Make this model train ``seeds`` (K > 1) — what :func:`~lit_sb3.algorithms.seeds.SeedBatch` does.
+
+        Args:
+            seeds: distinct integer seeds (this model was built with ``seed=seeds[0]``).
+            policy: the policy alias or class the model was built with.
+            kwargs: the other constructor arguments (each member gets its own deep copy: an action noise object
+                is never shared between seeds).
+        """
+        if self.policy_ready:
+            raise RuntimeError("set_seeds must be called before the networks are built.")
+        self._check_seed_batchable()
+        # the members: ordinary single-seed models (validating every argument now, before any work)
+        members = [type(self)(policy, seed=int(s), **copy.deepcopy(kwargs)) for s in seeds]
+        self._seeds = [int(s) for s in seeds]
+        self._seed_state = SeedState(self, members)
+        self.failed = {}
+
+    def _check_seed_batchable(self) -> None:
+        """Hook: raise ``NotImplementedError`` naming an option this family cannot batch over K > 1 seeds yet."""
+
+    def _setup_member(self, member: BaseAlgorithm) -> None:
+        """Hook: build member's networks as its separate run would (``member._setup_model()``)."""
+        member._setup_model()
+
+    def _seeds_sit_out(self) -> bool:
+        """Hook: whether a live seed can sit out an update (its own update schedule): per-seed optimisers."""
+        return False
+
+    def _sync_member_state(self, i: int, member: BaseAlgorithm) -> None:
+        """Hook: copy other per-seed state (exploration, noise) into member i."""
 
     def fail_seed(self, i: int, reason: str) -> None:
         """Mask seed index ``i`` out: its parameters stop moving and its env stops stepping while the other seeds go
@@ -429,6 +493,8 @@ class BaseAlgorithm(L.LightningModule):
         if i in self.failed:
             return
         self.failed[int(i)] = " ".join(str(reason).split())
+        if self._seed_state is not None:
+            self._seed_state.freeze(i)
         if self.verbose >= 1:
             print(f"seed index {i} (seed {self.seeds[i]}) masked out: {self.failed[i]}")
         if not self.active_seeds:
@@ -453,6 +519,109 @@ class BaseAlgorithm(L.LightningModule):
             self.fail_seed(i, f"env raised at step {at}: {type(exc).__name__}: {' '.join(str(exc).split())}"[:500])
             return None
 
+    def _step_envs(self, env: VecEnv | None, actions: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray, list[Any]]:
+        """One env step: ``env.step(actions)`` (SB3's); K > 1 seeds: :meth:`SeedState.step_envs` (env is None)."""
+        if self._seed_state is not None:
+            return self._seed_state.step_envs(actions)
+        assert env is not None
+        return env.step(actions)
+
+    def _update_seed_info(self, infos: list[Any], dones: np.ndarray) -> None:
+        """Episode statistics of this step: SB3's ``_update_info_buffer``; K > 1: :meth:`SeedState.update_info`."""
+        if self._seed_state is not None:
+            self._seed_state.update_info(infos, dones)
+        else:
+            self._update_info_buffer(infos, dones)
+
+    @property
+    def _ep_info_buffers(self) -> list[deque]:
+        """Each seed's episode statistics (``[ep_info_buffer]`` for a single seed)."""
+        state = self._seed_state
+        return [self.ep_info_buffer] if state is None else state.ep_info_buffers  # type: ignore[list-item]
+
+    @property
+    def _ep_success_buffers(self) -> list[deque]:
+        """Each seed's episode successes (``[ep_success_buffer]`` for a single seed)."""
+        state = self._seed_state
+        return [self.ep_success_buffer] if state is None else state.ep_success_buffers  # type: ignore[list-item]
+
+    def _count_episode(self, i: int) -> int:
+        """Count one more finished episode of seed index i; returns its episode count (SB3's ``_episode_num``).
+
+        Args:
+            i: seed index.
+        """
+        if self._seed_state is None:
+            self._episode_num += 1
+            return self._episode_num
+        self._seed_state.episode_nums[i] += 1
+        return self._seed_state.episode_nums[i]
+
+    # ------------------------------------------------------------------
+    # Updates over K >= 1 seeds: masks, delayed steps and non-finite values
+    # ------------------------------------------------------------------
+
+    def _active_mask(self, due: np.ndarray | None = None) -> th.Tensor | None:
+        """``[K]`` bool of the seeds that take this update: live, and not sitting it out (None when every seed
+        takes it: no masking work).
+
+        Args:
+            due: only these seeds (a host ``[K]`` bool, from :meth:`_due`): a step that seeds on their own update
+                counts take at different updates (TD3's and CrossQ's delayed actor step).
+        """
+        update = None if self._seed_state is None else self._seed_state.update_mask
+        if not self.failed and update is None and due is None:
+            return None
+        mask = th.ones(self.n_seeds, dtype=th.bool) if due is None else th.as_tensor(due, dtype=th.bool)
+        for i in self.failed:
+            mask[i] = False
+        mask = mask.to(self.device)
+        return mask if update is None else mask & update
+
+    def _updating_seeds(self) -> np.ndarray | None:
+        """Host ``[K]`` bool of the seeds taking the current update while others sit it out (their own update
+        schedules), None when every seed takes it (or K = 1)."""
+        return None if self._seed_state is None else self._seed_state.update_seeds
+
+    def _due(self, every: int) -> tuple[bool, np.ndarray | None]:
+        """Whether a step taken every ``every`` updates (TD3's and CrossQ's ``policy_delay``) is due at this update
+        (``_n_updates`` already counts it), and which seeds take it: None (every seed that takes the update), or,
+        when seeds keep their own update counts (``train_freq`` in episodes, ``_n_updates`` a ``[K]`` array), the
+        host ``[K]`` bool of the seeds taking this update whose own count is a multiple of ``every`` (each seed's
+        delayed steps follow its separate run's count).
+
+        Args:
+            every: the period in updates.
+        """
+        n_updates = self._n_updates
+        if not isinstance(n_updates, np.ndarray):
+            return n_updates % every == 0, None
+        due = n_updates % every == 0
+        updating = self._updating_seeds()
+        if updating is not None:
+            due &= updating
+        return bool(due.any()), due
+
+    def _record_due_steps(self, key: str, values: list[th.Tensor], dues: list[np.ndarray]) -> None:
+        """K > 1 seeds: each seed's mean over the delayed steps it took (:meth:`SeedState.record_due_steps`)."""
+        assert self._seed_state is not None
+        self._seed_state.record_due_steps(key, values, dues)
+
+    def _check_finite(self, name: str, per_seed: th.Tensor) -> None:
+        """K > 1 seeds: note the seeds whose values are not finite (:meth:`SeedState.check_finite`)."""
+        if self._seed_state is not None:
+            self._seed_state.check_finite(name, per_seed)
+
+    def _apply_finite_checks(self) -> None:
+        """K > 1 seeds: mask the seeds noted by :meth:`_check_finite`."""
+        if self._seed_state is not None:
+            self._seed_state.apply_finite_checks()
+
+    def _restore_failed(self) -> None:
+        """K > 1 seeds: undo any optimiser movement of the masked seeds."""
+        if self._seed_state is not None:
+            self._seed_state.restore_failed()
+
     # ------------------------------------------------------------------
     # Learning set-up shared by on- and off-policy algorithms
     # ------------------------------------------------------------------
@@ -471,6 +640,8 @@ class BaseAlgorithm(L.LightningModule):
         Returns:
             The SB3-style callback of this fit (the trainer attaches it so that its Lightning hooks run).
         """
+        if self._seed_state is not None and len(self.failed) == self.n_seeds:
+            raise RuntimeError(f"every seed of the model has failed: {self.failed}")
         self._init_env_metadata(env)
         if not self.policy_ready:
             self._setup_model()
@@ -500,11 +671,9 @@ class BaseAlgorithm(L.LightningModule):
         reset_num_timesteps: bool = True,
         progress_bar: bool = False,
     ) -> tuple[int, BaseCallback]:
-        """Reset counters (unless continuing), reset the env and build the callback (SB3's ``_setup_learn``)."""
+        """Reset counters (unless continuing), reset the env and build the callback (SB3's ``_setup_learn``); K > 1
+        seeds: each seed's episodes and envs (:meth:`SeedState.reset_episodes`)."""
         self.start_time = time.time_ns()
-        if self.ep_info_buffer is None or reset_num_timesteps:
-            self.ep_info_buffer = deque(maxlen=self.stats_window_size)
-            self.ep_success_buffer = deque(maxlen=self.stats_window_size)
         if reset_num_timesteps:
             self.num_timesteps = 0
             self._episode_num = 0
@@ -512,6 +681,12 @@ class BaseAlgorithm(L.LightningModule):
             total_timesteps += self.num_timesteps
         self._total_timesteps = total_timesteps
         self._num_timesteps_at_start = self.num_timesteps
+        if self._seed_state is not None:
+            self._seed_state.reset_episodes(reset_num_timesteps)
+            return total_timesteps, self._init_callback(callback, progress_bar)
+        if self.ep_info_buffer is None or reset_num_timesteps:
+            self.ep_info_buffer = deque(maxlen=self.stats_window_size)
+            self.ep_success_buffer = deque(maxlen=self.stats_window_size)
         if reset_num_timesteps or self._last_obs is None:
             assert self.env is not None
             self._last_obs = self.env.reset()  # type: ignore[assignment]
@@ -693,15 +868,24 @@ class BaseAlgorithm(L.LightningModule):
     # Logging (buffered; sent to trainer.loggers with step = env steps)
     # ------------------------------------------------------------------
 
-    def record(self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None) -> None:
-        """Buffer one scalar until the next dump (a number or a 0-d tensor: converted only when dumped).
+    def record(
+        self, key: str, value: Any, exclude: str | tuple[str, ...] | None = None, *, seeds: np.ndarray | None = None
+    ) -> None:
+        """Buffer one scalar until the next dump (a number or a 0-d tensor: converted only when dumped). K > 1
+        seeds: a ``[K]`` tensor (or length-K list) is one value per seed, anything else the same value for every
+        seed; each seed logs it as ``seed{i}/<key>`` (:meth:`SeedState.record`).
 
         Args:
             key: the metric name (SB3 keys: ``train/actor_loss``, ...).
             value: the value; the latest one recorded before a dump is sent, at the dump's env step (SB3's).
             exclude: output formats that must not receive it (SB3's ``exclude``): a name or tuple of names matched
                 against the logger class names, e.g. ``"tensorboard"``, ``"csv"``, ``"mlflow"``, ``"wandb"``.
+            seeds: K > 1: the seeds (host ``[K]`` bool) whose value this is; the others keep their last one. None:
+                the seeds taking the current update (all outside an update some seeds sit out).
         """
+        if self._seed_state is not None:
+            self._seed_state.record(key, value, seeds)
+            return
         formats = () if exclude is None else (exclude,) if isinstance(exclude, str) else tuple(exclude)
         self._log_buffer[key] = (value, self.num_timesteps, formats)
 
@@ -755,11 +939,16 @@ class BaseAlgorithm(L.LightningModule):
 
     def flush_logs(self) -> None:
         """Send whatever is still buffered, at the current env step (not printed: SB3 prints only its dumps)."""
-        if self._log_buffer:
+        if self._seed_state is not None:
+            self._seed_state.flush_logs()
+        elif self._log_buffer:
             self.log_metrics({}, console=False)
 
     def hyperparameters_for_logging(self) -> dict[str, Any]:
-        """The constructor arguments, flattened to strings/numbers for loggers."""
+        """The constructor arguments, flattened to strings/numbers for loggers (K > 1 seeds: each member's as
+        ``seed{i}/<name>``, :meth:`SeedState.hyperparameters`)."""
+        if self._seed_state is not None:
+            return self._seed_state.hyperparameters()
         params = {}
         for key, value in self._constructor_params().items():
             try:
@@ -789,10 +978,20 @@ class BaseAlgorithm(L.LightningModule):
             state: recurrent state (unused by these policies).
             episode_start: episode starts (for recurrent policies).
             deterministic: return the mode instead of a sample.
+
+        K > 1 seeds: ``observation`` is ``[K, ...]`` (one observation or batch per seed), the actions ``[K, ...]``;
+        a recurrent policy's ``state`` and ``episode_start`` are one per seed (:meth:`SeedState.predict`).
         """
+        if self._seed_state is not None:
+            return self._seed_state.predict(observation, state, episode_start, deterministic)
         if not self.policy_ready:
             raise RuntimeError(f"{type(self).__name__} has no policy yet: train it (fit/learn) or load one first.")
         return self.policy.predict(observation, state, episode_start, deterministic)
+
+    def predict_stacked(self, observation: Any, deterministic: bool = True) -> np.ndarray:
+        """Actions ``[K, n_envs, ...]`` of the K seeds for observations ``[K, n_envs, ...]`` in one call of the
+        stacked policy (:func:`~lit_sb3.algorithms.seed_dim.predict_stacked`)."""
+        return predict_stacked(self, observation, deterministic)
 
     # ------------------------------------------------------------------
     # Trainer creation and SB3's learn()
@@ -875,7 +1074,7 @@ class BaseAlgorithm(L.LightningModule):
         run_name = type(self).default_run_name if tb_log_name is None else tb_log_name
         _check_run_name(run_name)
         if env is None:
-            env = self.env if self.n_seeds == 1 else (list(self.envs) or None)  # type: ignore[attr-defined]
+            env = self.env if self.n_seeds == 1 else (list(self.envs) or None)
         if env is None:
             raise TypeError(
                 f"learn() needs an env: give it to the constructor ({type(self).__name__}(policy, env)) or to "
@@ -963,6 +1162,8 @@ class BaseAlgorithm(L.LightningModule):
             },
         }
         checkpoint["lit_sb3"] = _to_checkpoint_safe(state)
+        if self._seed_state is not None:  # each seed's own state
+            checkpoint["lit_sb3_seeds"] = self._seed_state.checkpoint_state()
 
     @classmethod
     def load_from_checkpoint(  # type: ignore[override]
@@ -1015,17 +1216,21 @@ class BaseAlgorithm(L.LightningModule):
         # :meth:`_apply_pending_rl_state`.
         archive.check_checkpoint(self, checkpoint, _checkpoint_where(self))
         self._pending_rl_state = checkpoint.get("lit_sb3")
+        if self._seed_state is not None:
+            self._seed_state.load_checkpoint(checkpoint, _checkpoint_where(self))
 
     def _live_part(self, param: th.Tensor, value: th.Tensor, failed: Iterable[int]) -> th.Tensor:
         """The part of ``value`` (shaped like ``param``: an optimiser moment) of the seeds not in ``failed``: all of
-        it for a single model (the K-seed model's override slices the stacked ones).
+        it for a single model (K > 1 seeds: the live seeds' rows of a stacked one, :meth:`SeedState.live_part`).
 
         Args:
             param: the parameter.
             value: a tensor shaped like it.
             failed: the failed seed indices.
         """
-        return value
+        dead = {int(i) for i in failed}
+        live = None if self._seed_state is None or not dead else self._seed_state.live_part(param, value, dead)
+        return value if live is None else live
 
     def _lightning_optimizers(self) -> list[th.optim.Optimizer]:
         """The optimisers Lightning restores a checkpoint's ``optimizer_states`` into, in order
@@ -1047,7 +1252,9 @@ class BaseAlgorithm(L.LightningModule):
         self.num_timesteps = int(state["num_timesteps"])
         self._num_timesteps_at_start = self.num_timesteps
         self._episode_num = int(state["episode_num"])
-        self._n_updates = int(state["n_updates"])
+        n_updates = state["n_updates"]  # one count per seed when seeds update on their own schedules
+        is_array = isinstance(n_updates, th.Tensor) and n_updates.dim() > 0
+        self._n_updates = n_updates.numpy().astype(np.int64) if is_array else int(n_updates)
         self._current_progress_remaining = float(state["progress_remaining"])
 
         def _np(value: Any) -> Any:
@@ -1078,6 +1285,8 @@ class BaseAlgorithm(L.LightningModule):
             except ValueError as exc:  # an entry the capture side never writes: refused, nothing of it set
                 raise BadFileError(f"{_checkpoint_where(self)}: env state: {' '.join(str(exc).split())}") from None
         self._load_extra_checkpoint_state(state["extra"])
+        if self._seed_state is not None:  # each seed's own state (after the envs were reset)
+            self._seed_state.apply_checkpoint()
 
     # ------------------------------------------------------------------
     # Save / load (safe zip archive)
@@ -1128,15 +1337,25 @@ class BaseAlgorithm(L.LightningModule):
         """Hook: restore :meth:`_extra_save_data`."""
 
     def _seed_save_data(self) -> dict[str, Any]:
-        """Hook: the seeds of a K > 1 model (``seed_dim.py``); nothing at K = 1, so single archives are unchanged."""
-        return {}
+        """The seeds of a K > 1 model (:meth:`SeedState.save_data`); nothing at K = 1, so single archives are
+        unchanged."""
+        return {} if self._seed_state is None else self._seed_state.save_data()
 
     def _restore_seeds(self, data: dict[str, Any], params: dict[str, Any], where: str) -> None:
-        """Hook of :meth:`load`, before the networks are built: make this model the archive's K > 1 seeds."""
-        if "seeds" in data:
-            raise BadFileError(
-                f"{where}: a {len(data['seeds'])}-seed archive, and {type(self).__name__} trains one seed."
-            )
+        """Make this freshly built model the archive's K > 1 seeds (before :meth:`load` builds the networks).
+
+        Args:
+            data: the archive's ``data.json``.
+            params: the decoded constructor arguments (``policy``, ``seed``, ``device``, ...).
+            where: the file name, for messages.
+        """
+        if "seeds" not in data:
+            return
+        seeds, episode_nums, failed = seeds_from_archive(data, params, where)
+        self.set_seeds(seeds, params["policy"], {k: v for k, v in params.items() if k not in ("policy", "seed")})
+        assert self._seed_state is not None
+        self._seed_state.episode_nums = episode_nums
+        self.failed = failed
 
     @classmethod
     def load(

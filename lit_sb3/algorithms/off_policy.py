@@ -44,7 +44,7 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.her.goal_selection_strategy import GoalSelectionStrategy
 from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
 from lit_sb3.algorithms.on_policy import obs_as_tensor
-from lit_sb3.algorithms.seed_dim import SeedDimensionMixin, _all_finite, _copy_obs, _set_obs
+from lit_sb3.algorithms.seed_dim import _all_finite, _copy_obs, _set_obs
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
 from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
 from lit_sb3.buffers.replay import ReplayBuffer
@@ -102,7 +102,7 @@ def _check_int(name: str, value: Any, minimum: int) -> None:
         raise ValueError(f"`{name}` must be an integer >= {minimum}, got {value!r}.")
 
 
-class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
+class OffPolicyAlgorithm(BaseAlgorithm):
     """Base class for off-policy algorithms (SAC, TD3, DDPG, DQN).
 
     K seeds (``SeedBatch(SAC, seeds=[...])``, see :mod:`lit_sb3.algorithms.seed_dim`): one VecEnv per seed stepped
@@ -328,10 +328,10 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             )
         self._setup_lr_schedule()
         self._convert_train_freq()
-        self._stack_members()
-        her = self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer)
         state = self._seed_state
         assert state is not None
+        state.stack_members()
+        her = self.replay_buffer_class is not None and issubclass(self.replay_buffer_class, HerReplayBuffer)
         if her:
             self._check_her_envs(state.envs)
         strategy = self.replay_buffer_kwargs.get("goal_selection_strategy", "future")
@@ -945,7 +945,7 @@ class OffPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
         if state is None:
             self.log_metrics(metrics, step=self.num_timesteps)
         else:
-            self.dump_seed_logs(i, metrics)
+            state.dump_logs(i, metrics)
 
     # ------------------------------------------------------------------
     # K > 1 seeds: seeds on their own update schedules

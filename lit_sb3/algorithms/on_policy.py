@@ -19,7 +19,7 @@ import torch as th
 from gymnasium import spaces
 
 from lit_sb3.algorithms.base import BaseAlgorithm
-from lit_sb3.algorithms.seed_dim import SeedDimensionMixin, _copy_obs, _obs_at, _set_obs
+from lit_sb3.algorithms.seed_dim import _copy_obs, _obs_at, _set_obs
 from lit_sb3.buffers.rollout import DictRolloutBuffer, RolloutBuffer
 from lit_sb3.callbacks.base import BaseCallback
 from lit_sb3.core.logger import rollout_metrics
@@ -102,7 +102,7 @@ def obs_as_tensor(obs: np.ndarray | dict[str, np.ndarray], device: th.device) ->
     return th.as_tensor(obs, device=device)
 
 
-class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
+class OnPolicyAlgorithm(BaseAlgorithm):
     """Base class for on-policy algorithms.
 
     K seeds (``SeedBatch(PPO, seeds=[...])``, see :mod:`lit_sb3.algorithms.seed_dim`): one VecEnv per seed stepped
@@ -218,7 +218,8 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
                 f"{space} (K = 1 supports every space)."
             )
         self._setup_lr_schedule()
-        self._stack_members()
+        assert self._seed_state is not None
+        self._seed_state.stack_members()
         self.policy.n_seeds = self.n_seeds
         self.rollout_buffer = self._default_rollout_buffer_class()(
             self.n_steps,
@@ -576,7 +577,7 @@ class OnPolicyAlgorithm(SeedDimensionMixin, BaseAlgorithm):
             if state is None:
                 self.log_metrics(metrics, step=self.num_timesteps)
             else:
-                self.dump_seed_logs(i, metrics)
+                state.dump_logs(i, metrics)
 
     # ------------------------------------------------------------------
     # Members and checkpoints

@@ -199,7 +199,7 @@ def evaluate_seeds(
 
     Args:
         predict: observations ``[K, n_envs, ...]`` (a dict of such arrays for dict spaces) -> actions
-            ``[K, n_envs, ...]`` (e.g. a seed batch's :meth:`~lit_sb3.algorithms.seed_dim.SeedDimensionMixin.predict_stacked`).
+            ``[K, n_envs, ...]`` (e.g. a seed batch's :meth:`~lit_sb3.algorithms.base.BaseAlgorithm.predict_stacked`).
         envs: the K evaluation VecEnvs.
         n_eval_episodes: episodes per env.
 

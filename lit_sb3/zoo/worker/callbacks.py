@@ -494,17 +494,17 @@ def _stacked_predict_serves(model: Any) -> bool:
     """Whether ``model.predict_stacked`` gives each seed what its member's deterministic ``predict`` gives: an
     on- or off-policy seed batch whose members predict through their policy (not a recurrent or masking
     ``predict``; DQN's is its policy's when deterministic)."""
+    from lit_sb3.algorithms.base import BaseAlgorithm
     from lit_sb3.algorithms.dqn import DQN
     from lit_sb3.algorithms.off_policy import OffPolicyAlgorithm
     from lit_sb3.algorithms.on_policy import OnPolicyAlgorithm
     from lit_sb3.algorithms.ppo_recurrent import RecurrentPPO
-    from lit_sb3.algorithms.seed_dim import SeedDimensionMixin
 
     if not isinstance(model, (OnPolicyAlgorithm, OffPolicyAlgorithm)) or isinstance(model, RecurrentPPO):
         return False
     if getattr(model, "supports_action_masks", False):
         return False
-    return type(model).predict in (SeedDimensionMixin.predict, DQN.predict)
+    return type(model).predict in (BaseAlgorithm.predict, DQN.predict)
 
 
 def _seed_locals(locals_: dict[str, Any], index: int, n_seeds: int) -> dict[str, Any]:
