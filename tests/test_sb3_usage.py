@@ -50,12 +50,16 @@ def _flat_params(model) -> th.Tensor:
 
 
 def _scalars(log_dir: Path, tag: str) -> list[tuple[int, float]]:
-    """(step, value) of every event of ``tag`` in the TensorBoard files of ``log_dir``."""
-    accumulator = EventAccumulator(str(log_dir), size_guidance={"scalars": 0})
-    accumulator.Reload()
-    if tag not in accumulator.Tags()["scalars"]:
-        return []
-    return [(event.step, event.value) for event in accumulator.Scalars(tag)]
+    """(step, value) of every event of ``tag`` in the TensorBoard files of ``log_dir``, file by file in the order
+    they were written (their names end in a process-wide counter, so ``.10`` sorts before ``.9`` by name, which is
+    how a folder's files are read)."""
+    out: list[tuple[int, float]] = []
+    for path in sorted(log_dir.glob("events.out.tfevents.*"), key=lambda p: p.stat().st_mtime_ns):
+        accumulator = EventAccumulator(str(path), size_guidance={"scalars": 0})
+        accumulator.Reload()
+        if tag in accumulator.Tags()["scalars"]:
+            out += [(event.step, event.value) for event in accumulator.Scalars(tag)]
+    return out
 
 
 # ---------------------------------------------------------------- item 1: the env in the constructor
