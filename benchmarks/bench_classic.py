@@ -235,6 +235,13 @@ def redo(store: Path, side: str, reason: str) -> int:
     return len(runs)
 
 
+def _parse_started(text: str) -> float:
+    """``time.time()`` seconds of an invocation's ``started`` field (``%Y-%m-%dT%H:%M:%S%z``)."""
+    from datetime import datetime
+
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
 def _records(store: Path) -> list[dict]:
     """Every invocation, in order: finished ones as recorded, killed ones (a ``start`` line with no end, and not
     the one running now) timed by :func:`_killed_wall`, and those a later ``redo`` line superseded (status
@@ -255,7 +262,8 @@ def _records(store: Path) -> list[dict]:
             wall = _killed_wall(store, line, min(later)) or 0.0  # killed: a later invocation started after it
             line = {**line, "status": "killed (the sitting ended)", "wall_seconds": wall, "load_after": [math.nan] * 3}
         side = (line["algo"], line["env"], line["impl"])
-        redone = [r for r in redos if (r["algo"], r["env"], r["impl"]) == side and r["ts"] > line["started_ts"]]
+        started = line.get("started_ts") or _parse_started(line["started"])  # lines before 2026-12-05 have no ts
+        redone = [r for r in redos if (r["algo"], r["env"], r["impl"]) == side and r["ts"] > started]
         rows.append({**line, "status": f"superseded: {redone[0]['reason']}"} if redone else line)
     return rows
 

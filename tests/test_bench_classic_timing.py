@@ -73,7 +73,7 @@ def test_redo_deletes_a_side_and_supersedes_its_invocations(tmp_path: Path, mlfl
             client.set_terminated(client.create_run(exp, tags=tags).info.run_id, "FINISHED")
     side = {"algo": "dqn", "env": "CartPole-v1", "cpus": "1", "jobs": 1, "load_before": [0.1] * 3,
             "load_after": [0.1] * 3, "started": "t", "status": "ok"}  # fmt: skip
-    lines = [{**side, "impl": "sb3", "started_ts": 1.0, "wall_seconds": 300.0},
+    lines = [{**side, "impl": "sb3", "started": "2026-12-04T23:48:46+0000", "wall_seconds": 300.0},  # no ts: older
              {**side, "impl": "lit_sb3", "started_ts": 2.0, "wall_seconds": 100.0}]  # fmt: skip
     (store / "invocations.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
 
