@@ -190,6 +190,7 @@ def _killed_wall(store: Path, start: dict, next_start: float) -> float | None:
         next_start: when the next invocation started (``time.time()`` seconds).
     """
     from mlflow import MlflowClient
+    from mlflow.entities import ViewType
 
     client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
     exp = client.get_experiment_by_name(EXPERIMENT)
@@ -198,7 +199,8 @@ def _killed_wall(store: Path, start: dict, next_start: float) -> float | None:
     t0 = start["started_ts"]
     flt = (f"tags.`lit_sb3.algo` = '{start['algo']}' and tags.`lit_sb3.env` = '{start['env']}' and "
            f"tags.impl = '{start['impl']}' and attributes.status = 'FINISHED'")  # fmt: skip
-    ends = [r.info.end_time / 1000 for r in client.search_runs([exp.experiment_id], flt, max_results=1000)
+    runs = client.search_runs([exp.experiment_id], flt, run_view_type=ViewType.ALL, max_results=1000)  # redone too
+    ends = [r.info.end_time / 1000 for r in runs
             if r.info.end_time and t0 <= r.info.start_time / 1000 and r.info.end_time / 1000 <= next_start]  # fmt: skip
     return round(max(ends) - t0, 2) if ends else 0.0
 

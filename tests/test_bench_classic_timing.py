@@ -39,9 +39,11 @@ def test_killed_invocation_is_timed_by_its_own_runs(tmp_path: Path, mlflow_templ
     exp = client.create_experiment(driver.EXPERIMENT)
     t0, t1 = 1_800_000_000.0, 1_800_003_000.0
     tags = {"lit_sb3.algo": "td3", "lit_sb3.env": "Pendulum-v1", "impl": "sb3"}
+    ids = []
     for start, end in ((t0 + 10, t0 + 100), (t1 + 10, t1 + 200)):
         run = client.create_run(exp, start_time=int(start * 1000), tags=tags)
         client.set_terminated(run.info.run_id, "FINISHED", end_time=int(end * 1000))
+        ids.append(run.info.run_id)
     lines = [
         {"algo": "td3", "env": "Pendulum-v1", "impl": "sb3", "started_ts": t0, "event": "start"},
         {"algo": "td3", "env": "Pendulum-v1", "impl": "sb3", "started_ts": t1, "event": "start"},
@@ -51,6 +53,8 @@ def test_killed_invocation_is_timed_by_its_own_runs(tmp_path: Path, mlflow_templ
     rows = driver._records(store)
     killed = [r for r in rows if r.get("status", "").startswith("killed")]
     assert len(killed) == 1 and killed[0]["wall_seconds"] == 100.0
+    client.delete_run(ids[0])  # its side redone (--redo deletes the runs): the invocation still took 100 s
+    assert [r["wall_seconds"] for r in driver._records(store) if r["status"].startswith("killed")] == [100.0]
 
 
 def test_redo_deletes_a_side_and_supersedes_its_invocations(tmp_path: Path, mlflow_template: Path) -> None:
