@@ -570,3 +570,21 @@ def test_constructor_defaults_read_from_source_match_the_classes() -> None:
         for key, value in read.items():
             if key not in ("env", "_init_setup_model"):
                 assert real[key] == value, (algo, key)
+
+
+def test_algorithms_on_disjoint_envs_get_one_warning_and_no_aggregate(tmp_path: Path, mlflow_template: Path) -> None:
+    """A benchmark grid (each algorithm on its own env) has no aggregate across algorithms: the report says so once
+    and lists what ran where, rather than one 'no FINISHED runs for ...' line per env for algorithms never run
+    there (which read as failed runs) and an aggregate 'over 0 envs'."""
+    from tests.mlflow_store import client, runs
+
+    uri = _one_env_store(tmp_path, mlflow_template, seeds=3, levels={"sac": 0.9, "td3": 0.8})
+    c = client(uri)
+    for run in runs(uri, "small"):
+        if run.data.tags["lit_sb3.algo"] == "td3":
+            c.set_tag(run.info.run_id, "lit_sb3.env", "MountainCarContinuous-v0")
+    md, _ = _report(uri, tmp_path / "r")
+    assert "no FINISHED runs for" not in md and "over 0 envs" not in md and "no env can be normalised" not in md
+    assert "No aggregate across algorithms (no env has runs of every one)" in md
+    assert ("no env has FINISHED runs of every algorithm (MountainCarContinuous-v0: td3; Pendulum-v1: sac): no "
+            "aggregate across algorithms") in md  # fmt: skip

@@ -84,8 +84,14 @@ class ReportContext:
         self.fig_dir.mkdir(parents=True, exist_ok=True)
         results = self.results
         common = results.common_envs()
-        for env in results.envs:
-            if env not in common:
+        partial = [env for env in results.envs if env not in common]
+        if partial and not common and len(results.algos) > 1:  # a benchmark: each algorithm on its own envs
+            ran = "; ".join(f"{env}: {', '.join(a for a in results.algos if results.select(a, env))}"
+                            for env in results.envs)  # fmt: skip
+            self.warnings.append(f"no env has FINISHED runs of every algorithm ({ran}): no aggregate across "
+                                 "algorithms; each env's results and the comparisons below stand on their own")  # fmt: skip
+        else:
+            for env in partial:
                 missing = [a for a in results.algos if not results.select(a, env)]
                 self.warnings.append(f"{env}: no FINISHED runs for {', '.join(missing)}; left out of the aggregates")
         if self.normalize == "reference":
@@ -95,7 +101,8 @@ class ReportContext:
                     self.warnings.append(f"{env}: not in the score table (version {self.table.version}); reported raw")
             self.tasks = [e for e in common if self.table.has(e)]
             if not self.tasks:
-                self.warnings.append("no env can be normalised: aggregates use raw returns")
+                if common:  # with no common env there is no aggregate to normalise
+                    self.warnings.append("no env can be normalised: aggregates use raw returns")
                 self.tasks, self.scale = common, "raw return"
             else:
                 self.scale = "normalised score"

@@ -245,8 +245,12 @@ class Summary(Section):
         text = (
             f"{_n(len(res.runs), 'finished run')} of {_n(len(ctx.algos), 'algorithm')} on {_n(len(res.envs), 'env')}"
             + (f" (the {ctx.impls[0]} runs; the implementations are compared below)" if len(ctx.impls) > 1 else "")
-            + f". Aggregates of {ctx.scale} over {_n(len(tasks), 'env')} ({', '.join(tasks) or 'none'}), 95 % "
-            f"stratified-bootstrap CIs with {_int(ctx.reps)} reps (seed {ctx.seed}, engine {ctx.engine}"
+            + (
+                f". Aggregates of {ctx.scale} over {_n(len(tasks), 'env')} ({', '.join(tasks)})"
+                if tasks
+                else ". No aggregate across algorithms (no env has runs of every one)"
+            )
+            + f"; 95 % stratified-bootstrap CIs with {_int(ctx.reps)} reps (seed {ctx.seed}, engine {ctx.engine}"
             + ("" if ctx.engine == "rliable" else ": vectorised, checked against rliable.library")
             + (f"); verdicts: {rule}" if rule else ")")
             + (
@@ -257,10 +261,14 @@ class Summary(Section):
         )
         verdicts = [{k: v for k, v in d.items() if k != "interval"} | d["interval"].as_dict() for d in ctx.verdicts]
         data = {"summary": lines, "verdicts": verdicts, "verdict_rule": rule}
+        none = "Not enough data for comparisons."
+        if len(ctx.impls) > 1:
+            none = "No comparison between algorithms (it needs runs of both on common envs); the implementations are "
+            none += "compared below."
         blocks = [
             Block("h2", "Summary"),
             Block("p", text),
-            Block("ul", items=lines or ["Not enough data for comparisons."]),
+            Block("ul", items=lines or [none]),
         ]
         return data, blocks
 
