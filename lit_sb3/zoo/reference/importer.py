@@ -83,7 +83,7 @@ def _default_params(spec: Any) -> dict[str, str]:
     Args:
         spec: the job.
     """
-    from lit_sb3.zoo.tracking.names import flatten_params, job_params, parse_logged
+    from lit_sb3.zoo.tracking.names import hyperparameter_params, job_params
     from lit_sb3.zoo.worker.envs import build_env, model_arguments
 
     env = build_env(spec, evaluation=True)
@@ -92,7 +92,7 @@ def _default_params(spec: Any) -> dict[str, str]:
             warnings.simplefilter("ignore")
             cls, policy, kwargs = model_arguments(spec, env.action_space)
             model = cls(policy, env=env, **kwargs)
-        text = flatten_params({k: parse_logged(v) for k, v in model.hyperparameters_for_logging().items()})
+        text = hyperparameter_params(model.hyperparameters_for_logging())
     finally:
         env.close()
     logged = job_params(spec)

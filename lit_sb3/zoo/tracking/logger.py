@@ -13,7 +13,7 @@ from typing import Any
 from lightning.pytorch.loggers import MLFlowLogger
 from mlflow.entities import Metric, Param
 
-from lit_sb3.zoo.tracking.names import flatten_params, parse_logged
+from lit_sb3.zoo.tracking.names import hyperparameter_params
 from lit_sb3.zoo.tracking.store import TrackingTarget
 
 __all__ = ["JobMLFlowLogger"]
@@ -54,7 +54,7 @@ class JobMLFlowLogger(MLFlowLogger):
     def log_hyperparams(self, params: Any) -> None:
         """Add the model's constructor arguments not already among the run's params, in the same namespace
         and the same plain text (so ``learning_rate`` appears once, whether the config gave it or not)."""
-        text = flatten_params({k: parse_logged(v) for k, v in dict(params or {}).items()})
+        text = hyperparameter_params(dict(params or {}))
         items = [Param(k, v) for k, v in sorted(text.items()) if k not in self.logged]
         for i in range(0, len(items), 100):  # MLflow's log_batch limit is 100 params
             self.experiment.log_batch(run_id=self.run_id, params=items[i : i + 100])

@@ -26,6 +26,7 @@ __all__ = [
     "default_experiment_name",
     "flatten_params",
     "folder_name",
+    "hyperparameter_params",
     "job_params",
     "job_run_name",
     "normalize_uri",
@@ -216,6 +217,16 @@ def flatten_params(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
         else:
             out[name] = readable(value)[:PARAM_MAX]
     return out
+
+
+def hyperparameter_params(hyperparameters: Mapping[str, Any]) -> dict[str, str]:
+    """A model's logged hyperparameters (``hyperparameters_for_logging``, containers as text) as a run's params,
+    in the one namespace of :func:`job_params`: what a lit_sb3 job run logs and what an imported SB3 run is given.
+
+    Args:
+        hyperparameters: name -> value as the model hands them to its loggers.
+    """
+    return flatten_params({k: parse_logged(v) for k, v in hyperparameters.items()})
 
 
 JOB_SETTINGS = ("seed", "eval_freq", "eval_episodes", "eval_seed_offset", "device", "torch_threads")
