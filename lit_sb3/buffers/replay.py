@@ -284,9 +284,8 @@ class ReplayBuffer(BaseBuffer):
     def _get_samples(self, batch_inds: th.Tensor | np.ndarray, env: VecNormalize | None = None) -> Any:
         batch_inds = th.as_tensor(batch_inds, dtype=th.long, device=self.storage_device)
         env_inds = self._env_indices(batch_inds.shape[0])
-        return self._to_samples(
-            self.storage.gather(batch_inds[None], env_inds[None], self._reward_normalizer(env)), env
-        )
+        data = self.storage.gather(batch_inds[None], env_inds[None], self._reward_normalizer(env), seed_major=False)
+        return self._to_samples(data, env)
 
     def _reward_normalizer(self, env: VecNormalize | None) -> Callable[[th.Tensor], th.Tensor] | None:
         """Stored rewards -> ``env``'s normalised ones (float32), None without ``env``."""
@@ -295,16 +294,20 @@ class ReplayBuffer(BaseBuffer):
         return lambda rewards: th.from_numpy(np.ascontiguousarray(self._normalize_reward(rewards.cpu().numpy(), env)))
 
     def _to_samples(self, data: Any, env: VecNormalize | None) -> Any:
-        """The storage's one-seed samples without their seed dimension, observations normalised with ``env``, on
+        """The storage's one-seed samples (no seed dimension), observations normalised with ``env``, on
         :attr:`device` (floating point ones in :attr:`sample_float_dtype`)."""
-        fields = {
-            name: _map_obs(value, lambda tensor: tensor[0])
-            for name, value in data._asdict().items()
-            if value is not None
-        }
+        if env is None and self.sample_float_dtype is None and self.device == self.storage_device:
+            return data  # (the common case: nothing to do per field)
+        fields = {name: value for name, value in data._asdict().items() if value is not None}
         for name in ("observations", "next_observations"):
             fields[name] = self._normalize_obs_tensor(fields[name], env)
         return type(data)(**{name: _map_obs(value, self._to_device) for name, value in fields.items()})
+
+    @staticmethod
+    def _one_seed(data: Any) -> Any:
+        """A one-seed storage's seed-major samples without their seed dimension."""
+        fields = data._asdict().items()
+        return type(data)(**{name: _map_obs(value, lambda t: t[0]) for name, value in fields if value is not None})
 
     def _to_device(self, tensor: th.Tensor) -> th.Tensor:
         if self.sample_float_dtype is not None and tensor.is_floating_point():

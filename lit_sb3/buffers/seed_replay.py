@@ -209,8 +209,6 @@ class SeedReplayBuffer:
         self._np_views: list[tuple[np.ndarray, tuple[int, ...]]] | None = None
         if self.device.type == "cpu":  # slot-major views and the shape of one slot, in the order add writes them
             self._np_views = [(t.numpy().swapaxes(0, 1), (t.shape[0], *t.shape[2:])) for t in self._fields.values()]
-            if self.optimize_memory_usage:
-                self._np_views.insert(1, self._np_views[0])
         self._flat = {name: tensor.flatten(0, 2) for name, tensor in self._fields.items()}
 
     def _values(self, obs: Any, next_obs: Any, others: list[Any]) -> list[Any]:
@@ -256,32 +254,37 @@ class SeedReplayBuffer:
                 for i, seed_infos in enumerate(infos):
                     for j, info in enumerate(seed_infos):
                         self.infos[i, pos, j] = info
-        fields = list(self._fields.values())
         values = self._values(obs, next_obs, [actions, rewards, dones, timeouts])
-        rows = [pos] * len(fields)
-        if self.optimize_memory_usage:  # observations at pos, then the next observations at pos + 1
-            fields.insert(1, fields[0])
-            values.insert(1, next_obs)
-            rows.insert(1, (pos + 1) % self.buffer_size)
-        if self.pack_transfers:
+        if self._np_views is not None:  # numpy views of the CPU storage: the cheapest writes
+            for (array, shape), value in zip(self._np_views, values):
+                array[pos] = np.asarray(value).reshape(shape)
+        elif self.pack_transfers:
             # one host->device copy for the K transitions (float32 is exact for the stored actions and flags)
-            k, n = self.n_seeds, self.n_envs
-            packed = np.concatenate([np.asarray(v, dtype=np.float32).reshape(k, n, -1) for v in values], axis=-1)
-            device_values = th.from_numpy(packed).to(self.device).split([f[0, 0, 0].numel() for f in fields], -1)
-            for tensor, row, value in zip(fields, rows, device_values):
-                tensor[:, row].copy_(value.reshape(tensor[:, row].shape))
-        elif self._np_views is not None:  # numpy views of the CPU storage: the cheapest writes
-            for (array, shape), row, value in zip(self._np_views, rows, values):
-                array[row] = np.asarray(value).reshape(shape)
+            self._write_device(list(self._fields.values()), values, pos)
         else:
-            for tensor, row, value in zip(fields, rows, values):
-                tensor[:, row].copy_(th.as_tensor(np.asarray(value)).reshape(tensor[:, row].shape), non_blocking=True)
+            for tensor, value in zip(self._fields.values(), values):
+                tensor[:, pos].copy_(th.as_tensor(np.asarray(value)).reshape(tensor[:, pos].shape), non_blocking=True)
+        if self.optimize_memory_usage:  # the next observations go into the following slot's observations
+            row, observations = (pos + 1) % self.buffer_size, self._fields["observations"]
+            if self._np_views is not None:
+                array, shape = self._np_views[0]
+                array[row] = np.asarray(next_obs).reshape(shape)
+            else:
+                observations[:, row].copy_(th.as_tensor(np.asarray(next_obs)).reshape(observations[:, row].shape))
         self.pos = (pos + 1) % self.buffer_size
         self.full = self.full or self.pos == 0
         if self.her is not None:  # an episode ends with a termination or a timeout
             ended = (np.asarray(dones) > 0) | (np.asarray(timeouts) > 0)
             for i, j in zip(*np.nonzero(ended.reshape(self.n_seeds, self.n_envs))):
                 self.her[i].end_episode(int(j), self.pos)
+
+    def _write_device(self, fields: list[th.Tensor], values: list[Any], row: int) -> None:
+        """Write ``values`` at slot ``row`` of a device storage's ``fields`` with one packed host->device copy."""
+        k, n = self.n_seeds, self.n_envs
+        packed = np.concatenate([np.asarray(v, dtype=np.float32).reshape(k, n, -1) for v in values], axis=-1)
+        device_values = th.from_numpy(packed).to(self.device).split([f[0, 0, 0].numel() for f in fields], -1)
+        for tensor, value in zip(fields, device_values):
+            tensor[:, row].copy_(value.reshape(tensor[:, row].shape))
 
     def truncate_last_trajectory(self) -> None:
         """Mark the newest transition of every seed and sub-env as an episode end (``optimize_memory_usage``: its
@@ -396,22 +399,24 @@ class SeedReplayBuffer:
             index = index + self._seed_index * (self.capacity * self.n_envs)
         return index.reshape(-1)
 
-    def _take(self, name: str, index: th.Tensor) -> th.Tensor:
+    def _take(self, name: str, index: th.Tensor, seed_major: bool = True) -> th.Tensor:
+        """Rows ``index`` of field ``name``: ``[K, B, ...]`` (``seed_major``), else ``[K * B, ...]``."""
         flat = self._flat[name]
-        return flat.index_select(0, index).view(self.n_seeds, -1, *flat.shape[1:])
+        rows = flat.index_select(0, index)
+        return rows.view(self.n_seeds, -1, *flat.shape[1:]) if seed_major else rows
 
-    def _take_obs(self, prefix: str, index: th.Tensor) -> Any:
+    def _take_obs(self, prefix: str, index: th.Tensor, seed_major: bool = True) -> Any:
         if self.optimize_memory_usage and prefix == "next_observations":
             prefix = "observations"  # index points at the following slot
         if self._obs_keys is None:
-            return self._take(prefix, index)
-        return {key: self._take(f"{prefix}/{key}", index) for key in self._obs_keys}
+            return self._take(prefix, index, seed_major)
+        return {key: self._take(f"{prefix}/{key}", index, seed_major) for key in self._obs_keys}
 
-    def _terminal(self, index: th.Tensor) -> th.Tensor:
-        """The dones at ``index`` without the timeouts, ``[K, B, 1]``."""
-        dones = self._take("dones", index)
+    def _terminal(self, index: th.Tensor, seed_major: bool = True) -> th.Tensor:
+        """The dones at ``index`` without the timeouts, ``[K, B, 1]`` (``seed_major``) or ``[K * B, 1]``."""
+        dones = self._take("dones", index, seed_major)
         if self.handle_timeout_termination:
-            dones = dones * (1.0 - self._take("timeouts", index))
+            dones = dones * (1.0 - self._take("timeouts", index, seed_major))
         return dones.unsqueeze(-1)
 
     def draw_slots(
@@ -465,7 +470,11 @@ class SeedReplayBuffer:
         return self.gather(slots, envs_t, normalize_rewards)
 
     def gather(
-        self, slots: th.Tensor, envs: th.Tensor, normalize_rewards: Callable[[th.Tensor], th.Tensor] | None = None
+        self,
+        slots: th.Tensor,
+        envs: th.Tensor,
+        normalize_rewards: Callable[[th.Tensor], th.Tensor] | None = None,
+        seed_major: bool = True,
     ) -> ReplayBufferSamples | DictReplayBufferSamples:
         """The transitions starting at ``[K, B]`` slots and sub-envs, seed-major: observations ``[K, B, ...]``
         (per key for Dict observations), actions ``[K, B, A]``, rewards, dones (without timeouts) and n-step
@@ -480,18 +489,21 @@ class SeedReplayBuffer:
             envs: their sub-envs.
             normalize_rewards: maps stored rewards (``[K, B]``, the windows ``[K, B, n_steps]``) to the normalised
                 ones, before a window is summed (None: the stored rewards).
+            seed_major: False (one seed): every field without the seed dimension, ``[B, ...]`` (the single-seed
+                buffers' samples, with no view per field to drop it).
         """
+        assert seed_major or self.n_seeds == 1
         k, batch_size = slots.shape
         index = self._flat_index(slots, envs)
         samples = DictReplayBufferSamples if self._obs_keys is not None else ReplayBufferSamples
         if self.n_steps == 1:
             next_index = self._flat_index((slots + 1) % self.buffer_size, envs) if self.optimize_memory_usage else index
-            rewards = self._take("rewards", index)
+            rewards = self._take("rewards", index, seed_major)
             return samples(
-                observations=self._take_obs("observations", index),
-                actions=self._take("actions", index),
-                next_observations=self._take_obs("next_observations", next_index),
-                dones=self._terminal(index),
+                observations=self._take_obs("observations", index, seed_major),
+                actions=self._take("actions", index, seed_major),
+                next_observations=self._take_obs("next_observations", next_index, seed_major),
+                dones=self._terminal(index, seed_major),
                 rewards=(rewards if normalize_rewards is None else normalize_rewards(rewards)).unsqueeze(-1),
             )
         steps = th.arange(self.n_steps, device=self.device)
@@ -513,12 +525,12 @@ class SeedReplayBuffer:
         discounts = th.pow(self.gamma, (last_step + 1).to(th.float64)).to(th.float32).unsqueeze(-1)
         last = self._flat_index((slots + last_step) % self.buffer_size, envs)
         return samples(
-            observations=self._take_obs("observations", index),
-            actions=self._take("actions", index),
-            next_observations=self._take_obs("next_observations", last),
-            dones=self._terminal(last),
-            rewards=returns,
-            discounts=discounts,
+            observations=self._take_obs("observations", index, seed_major),
+            actions=self._take("actions", index, seed_major),
+            next_observations=self._take_obs("next_observations", last, seed_major),
+            dones=self._terminal(last, seed_major),
+            rewards=returns if seed_major else returns[0],
+            discounts=discounts if seed_major else discounts[0],
         )
 
     def sample_her(

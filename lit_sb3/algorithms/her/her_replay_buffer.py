@@ -176,7 +176,7 @@ class HerReplayBuffer(DictReplayBuffer):
                 "HerReplayBuffer has no env to compute rewards of virtual transitions: pass env= or call set_env()."
             )
         data = self.storage.sample_her(batch_size, [np.random], [self.env], self._reward_normalizer(env))
-        return self._to_samples(data, env)
+        return self._to_samples(self._one_seed(data), env)
 
     def truncate_last_trajectory(self) -> None:
         """Mark the unfinished episode of each env as ended (timeout), so its transitions can be sampled.
