@@ -415,15 +415,20 @@ class RLTrainer(L.Trainer):
         self,
         stage: str,
         model: BaseAlgorithm | None,
-        *,
-        env: gym.Env | Any | None = None,
-        n_eval_episodes: int = 10,
-        deterministic: bool = True,
-        render: bool = False,
-        reward_threshold: float | None = None,
-        return_episode_rewards: bool = False,
-        use_masking: bool = False,
+        lightning_inputs: dict[str, Any],
+        datamodule: Any,
+        env: gym.Env | Any | None,
+        n_eval_episodes: int,
+        deterministic: bool,
+        render: bool,
+        reward_threshold: float | None,
+        return_episode_rewards: bool,
+        use_masking: bool,
     ) -> list[Mapping[str, float | int | list[float] | list[int]]]:
+        """:meth:`validate` and :meth:`test`: ``stage`` names the keys and the datamodule's env."""
+        self._reject_unsupported_kwargs(stage, **lightning_inputs)
+        if env is None and datamodule is not None:
+            env = self._resolve_datamodule_env(datamodule, stage)
         resolved_model = self._resolve_model(model)
         eval_env = self._resolve_eval_env(resolved_model, env)
         episode_rewards, episode_lengths = evaluate_policy(
@@ -606,22 +611,9 @@ class RLTrainer(L.Trainer):
         use_masking: bool = False,
     ) -> list[Mapping[str, float | int | list[float] | list[int]]]:
         """Evaluate ``model`` for ``n_eval_episodes`` episodes: ``[{"validate/mean_reward": ..., ...}]``."""
-        self._reject_unsupported_kwargs(
-            "validate", dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only
-        )
-        if env is None and datamodule is not None:
-            env = self._resolve_datamodule_env(datamodule, "validate")
-        return self._evaluate(
-            "validate",
-            model,
-            env=env,
-            n_eval_episodes=n_eval_episodes,
-            deterministic=deterministic,
-            render=render,
-            reward_threshold=reward_threshold,
-            return_episode_rewards=return_episode_rewards,
-            use_masking=use_masking,
-        )
+        inputs = dict(dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only)
+        return self._evaluate("validate", model, inputs, datamodule, env, n_eval_episodes, deterministic, render,
+                              reward_threshold, return_episode_rewards, use_masking)  # fmt: skip
 
     def test(  # type: ignore[override]
         self,
@@ -640,20 +632,9 @@ class RLTrainer(L.Trainer):
         use_masking: bool = False,
     ) -> list[Mapping[str, float | int | list[float] | list[int]]]:
         """Like :meth:`validate` with ``test/`` keys and the datamodule's ``test_env``."""
-        self._reject_unsupported_kwargs("test", dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only)
-        if env is None and datamodule is not None:
-            env = self._resolve_datamodule_env(datamodule, "test")
-        return self._evaluate(
-            "test",
-            model,
-            env=env,
-            n_eval_episodes=n_eval_episodes,
-            deterministic=deterministic,
-            render=render,
-            reward_threshold=reward_threshold,
-            return_episode_rewards=return_episode_rewards,
-            use_masking=use_masking,
-        )
+        inputs = dict(dataloaders=dataloaders, ckpt_path=ckpt_path, weights_only=weights_only)
+        return self._evaluate("test", model, inputs, datamodule, env, n_eval_episodes, deterministic, render,
+                              reward_threshold, return_episode_rewards, use_masking)  # fmt: skip
 
     def predict(  # type: ignore[override]
         self,

@@ -367,3 +367,27 @@ def test_constructor_parameters_round_trip() -> None:
         LR,
         **decode_constructor_parameters(json.loads(json.dumps(d._get_constructor_parameters()))),
     )
+
+
+@pytest.mark.parametrize("algo", ["ppo", "a2c", "trpo", "ppo_mask", "ppo_lstm", "dqn", "qrdqn", "sac", "td3", "tqc"])
+def test_cnn_and_multi_input_policies_differ_from_mlp_only_in_their_extractor(algo: str) -> None:
+    """Every algorithm's CnnPolicy/MultiInputPolicy is its MlpPolicy with NatureCNN/CombinedExtractor as the default
+    features extractor (built by lit_sb3.policies.variants): same signature otherwise, a subclass, importable by its
+    module and name (archives store policies by name)."""
+    import importlib
+    import inspect
+
+    from lit_sb3.algorithms.registry import algorithm_class
+    from lit_sb3.policies.torch_layers import CombinedExtractor, NatureCNN
+
+    aliases = algorithm_class(algo).policy_aliases
+    base = aliases["MlpPolicy"]
+    base_params = inspect.signature(base).parameters
+    for alias, extractor in (("CnnPolicy", NatureCNN), ("MultiInputPolicy", CombinedExtractor)):
+        variant = aliases[alias]
+        assert issubclass(variant, base) and variant is not base
+        params = inspect.signature(variant).parameters
+        assert list(params) == list(base_params)
+        assert params["features_extractor_class"].default is extractor
+        assert all(params[n] == p for n, p in base_params.items() if n != "features_extractor_class"), alias
+        assert getattr(importlib.import_module(variant.__module__), variant.__qualname__) is variant

@@ -33,6 +33,7 @@ from lit_sb3.policies.torch_layers import (
     MlpExtractor,
     NatureCNN,
 )
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = [
     "ActorCriticCnnPolicy",
@@ -792,64 +793,9 @@ class ActorCriticPolicy(BasePolicy):
         return self.value_net(self.mlp_extractor.forward_critic(features))
 
 
-class ActorCriticCnnPolicy(ActorCriticPolicy):
-    """:class:`ActorCriticPolicy` with a :class:`NatureCNN` features extractor (image observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        use_sde: bool = False,
-        log_std_init: float = 0.0,
-        full_std: bool = True,
-        use_expln: bool = False,
-        squash_output: bool = False,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        share_features_extractor: bool = True,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, ortho_init, use_sde, log_std_init,
-            full_std, use_expln, squash_output, features_extractor_class, features_extractor_kwargs,
-            share_features_extractor, normalize_images, optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
-
-
-class MultiInputActorCriticPolicy(ActorCriticPolicy):
-    """:class:`ActorCriticPolicy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Dict,
-        action_space: spaces.Space,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        use_sde: bool = False,
-        log_std_init: float = 0.0,
-        full_std: bool = True,
-        use_expln: bool = False,
-        squash_output: bool = False,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        share_features_extractor: bool = True,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, ortho_init, use_sde, log_std_init,
-            full_std, use_expln, squash_output, features_extractor_class, features_extractor_kwargs,
-            share_features_extractor, normalize_images, optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
+ActorCriticCnnPolicy, MultiInputActorCriticPolicy = cnn_and_multi_input_variants(
+    ActorCriticPolicy, __name__, ("ActorCriticCnnPolicy", "MultiInputActorCriticPolicy")
+)
 
 
 MlpPolicy = ActorCriticPolicy

@@ -12,11 +12,11 @@ from lit_sb3.core.types import PyTorchObs, Schedule
 from lit_sb3.policies.base import BasePolicy, encode_constructor_parameters
 from lit_sb3.policies.torch_layers import (
     BaseFeaturesExtractor,
-    CombinedExtractor,
     FlattenExtractor,
     NatureCNN,
     create_mlp,
 )
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = ["CnnPolicy", "DQNPolicy", "MlpPolicy", "MultiInputPolicy", "QNetwork"]
 
@@ -184,45 +184,4 @@ class DQNPolicy(BasePolicy):
 MlpPolicy = DQNPolicy
 
 
-class CnnPolicy(DQNPolicy):
-    """:class:`DQNPolicy` with a :class:`NatureCNN` features extractor."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Discrete,
-        lr_schedule: Schedule,
-        net_arch: list[int] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, features_extractor_class,
-            features_extractor_kwargs, normalize_images, optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
-
-
-class MultiInputPolicy(DQNPolicy):
-    """:class:`DQNPolicy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Dict,
-        action_space: spaces.Discrete,
-        lr_schedule: Schedule,
-        net_arch: list[int] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, features_extractor_class,
-            features_extractor_kwargs, normalize_images, optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
+CnnPolicy, MultiInputPolicy = cnn_and_multi_input_variants(DQNPolicy, __name__)

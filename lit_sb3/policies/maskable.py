@@ -16,7 +16,8 @@ from torch import nn
 from lit_sb3.core.types import PyTorchObs, Schedule
 from lit_sb3.policies.base import ActorCriticPolicy
 from lit_sb3.policies.maskable_distributions import MaskableDistribution, make_masked_proba_distribution
-from lit_sb3.policies.torch_layers import BaseFeaturesExtractor, CombinedExtractor, FlattenExtractor, NatureCNN
+from lit_sb3.policies.torch_layers import BaseFeaturesExtractor, FlattenExtractor
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = [
     "MaskableActorCriticCnnPolicy",
@@ -170,51 +171,6 @@ class MaskableActorCriticPolicy(ActorCriticPolicy):
             self._pending_masks = None
 
 
-class MaskableActorCriticCnnPolicy(MaskableActorCriticPolicy):
-    """:class:`MaskableActorCriticPolicy` with a :class:`NatureCNN` features extractor (image observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        share_features_extractor: bool = True,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, ortho_init,
-            features_extractor_class, features_extractor_kwargs, share_features_extractor, normalize_images,
-            optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
-
-
-class MaskableMultiInputActorCriticPolicy(MaskableActorCriticPolicy):
-    """:class:`MaskableActorCriticPolicy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Dict,
-        action_space: spaces.Space,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        share_features_extractor: bool = True,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, ortho_init,
-            features_extractor_class, features_extractor_kwargs, share_features_extractor, normalize_images,
-            optimizer_class, optimizer_kwargs,
-        )  # fmt: skip
+MaskableActorCriticCnnPolicy, MaskableMultiInputActorCriticPolicy = cnn_and_multi_input_variants(
+    MaskableActorCriticPolicy, __name__, ("MaskableActorCriticCnnPolicy", "MaskableMultiInputActorCriticPolicy")
+)

@@ -24,11 +24,10 @@ from lit_sb3.policies.base import ActorCriticPolicy
 from lit_sb3.policies.distributions import Distribution
 from lit_sb3.policies.torch_layers import (
     BaseFeaturesExtractor,
-    CombinedExtractor,
     FlattenExtractor,
     MlpExtractor,
-    NatureCNN,
 )
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = [
     "RNNStates",
@@ -318,73 +317,6 @@ class RecurrentActorCriticPolicy(ActorCriticPolicy):
             self._pending_states = self._pending_starts = self._predicted_states = None
 
 
-class RecurrentActorCriticCnnPolicy(RecurrentActorCriticPolicy):
-    """:class:`RecurrentActorCriticPolicy` with a :class:`NatureCNN` features extractor (image observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        use_sde: bool = False,
-        log_std_init: float = 0.0,
-        full_std: bool = True,
-        use_expln: bool = False,
-        squash_output: bool = False,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        share_features_extractor: bool = True,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        lstm_hidden_size: int = 256,
-        n_lstm_layers: int = 1,
-        shared_lstm: bool = False,
-        enable_critic_lstm: bool = True,
-        lstm_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, ortho_init, use_sde, log_std_init,
-            full_std, use_expln, squash_output, features_extractor_class, features_extractor_kwargs,
-            share_features_extractor, normalize_images, optimizer_class, optimizer_kwargs, lstm_hidden_size,
-            n_lstm_layers, shared_lstm, enable_critic_lstm, lstm_kwargs,
-        )  # fmt: skip
-
-
-class RecurrentMultiInputActorCriticPolicy(RecurrentActorCriticPolicy):
-    """:class:`RecurrentActorCriticPolicy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.Tanh,
-        ortho_init: bool = True,
-        use_sde: bool = False,
-        log_std_init: float = 0.0,
-        full_std: bool = True,
-        use_expln: bool = False,
-        squash_output: bool = False,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        share_features_extractor: bool = True,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        lstm_hidden_size: int = 256,
-        n_lstm_layers: int = 1,
-        shared_lstm: bool = False,
-        enable_critic_lstm: bool = True,
-        lstm_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, ortho_init, use_sde, log_std_init,
-            full_std, use_expln, squash_output, features_extractor_class, features_extractor_kwargs,
-            share_features_extractor, normalize_images, optimizer_class, optimizer_kwargs, lstm_hidden_size,
-            n_lstm_layers, shared_lstm, enable_critic_lstm, lstm_kwargs,
-        )  # fmt: skip
+RecurrentActorCriticCnnPolicy, RecurrentMultiInputActorCriticPolicy = cnn_and_multi_input_variants(
+    RecurrentActorCriticPolicy, __name__, ("RecurrentActorCriticCnnPolicy", "RecurrentMultiInputActorCriticPolicy")
+)

@@ -17,15 +17,14 @@ from lit_sb3.policies.base import BaseModel, BasePolicy, encode_constructor_para
 from lit_sb3.policies.distributions import SquashedDiagGaussianDistribution, StateDependentNoiseDistribution
 from lit_sb3.policies.torch_layers import (
     BaseFeaturesExtractor,
-    CombinedExtractor,
     FlattenExtractor,
-    NatureCNN,
     create_ensemble_mlp,
     create_mlp,
     ensemble_first_member_forward,
     ensemble_member_forward,
     get_actor_critic_arch,
 )
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = [
     "LOG_STD_MAX",
@@ -445,59 +444,4 @@ class SACPolicy(BasePolicy):
 MlpPolicy = SACPolicy
 
 
-class CnnPolicy(SACPolicy):
-    """:class:`SACPolicy` with a :class:`NatureCNN` features extractor."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        use_sde: bool = False,
-        log_std_init: float = -3,
-        use_expln: bool = False,
-        clip_mean: float = 2.0,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        n_critics: int = 2,
-        share_features_extractor: bool = False,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, use_sde, log_std_init, use_expln,
-            clip_mean, features_extractor_class, features_extractor_kwargs, normalize_images, optimizer_class,
-            optimizer_kwargs, n_critics, share_features_extractor,
-        )  # fmt: skip
-
-
-class MultiInputPolicy(SACPolicy):
-    """:class:`SACPolicy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        use_sde: bool = False,
-        log_std_init: float = -3,
-        use_expln: bool = False,
-        clip_mean: float = 2.0,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        n_critics: int = 2,
-        share_features_extractor: bool = False,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, use_sde, log_std_init, use_expln,
-            clip_mean, features_extractor_class, features_extractor_kwargs, normalize_images, optimizer_class,
-            optimizer_kwargs, n_critics, share_features_extractor,
-        )  # fmt: skip
+CnnPolicy, MultiInputPolicy = cnn_and_multi_input_variants(SACPolicy, __name__)

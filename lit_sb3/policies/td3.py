@@ -14,12 +14,12 @@ from lit_sb3.policies.base import BasePolicy, encode_constructor_parameters
 from lit_sb3.policies.sac import ContinuousCritic, _require_box
 from lit_sb3.policies.torch_layers import (
     BaseFeaturesExtractor,
-    CombinedExtractor,
     FlattenExtractor,
     NatureCNN,
     create_mlp,
     get_actor_critic_arch,
 )
+from lit_sb3.policies.variants import cnn_and_multi_input_variants
 
 __all__ = ["Actor", "CnnPolicy", "MlpPolicy", "MultiInputPolicy", "TD3Policy"]
 
@@ -216,51 +216,4 @@ class TD3Policy(BasePolicy):
 MlpPolicy = TD3Policy
 
 
-class CnnPolicy(TD3Policy):
-    """:class:`TD3Policy` with a :class:`NatureCNN` features extractor."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        features_extractor_class: type[BaseFeaturesExtractor] = NatureCNN,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        n_critics: int = 2,
-        share_features_extractor: bool = False,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, features_extractor_class,
-            features_extractor_kwargs, normalize_images, optimizer_class, optimizer_kwargs, n_critics,
-            share_features_extractor,
-        )  # fmt: skip
-
-
-class MultiInputPolicy(TD3Policy):
-    """:class:`TD3Policy` with a :class:`CombinedExtractor` (Dict observations)."""
-
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Box,
-        lr_schedule: Schedule,
-        net_arch: list[int] | dict[str, list[int]] | None = None,
-        activation_fn: type[nn.Module] = nn.ReLU,
-        features_extractor_class: type[BaseFeaturesExtractor] = CombinedExtractor,
-        features_extractor_kwargs: dict[str, Any] | None = None,
-        normalize_images: bool = True,
-        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
-        optimizer_kwargs: dict[str, Any] | None = None,
-        n_critics: int = 2,
-        share_features_extractor: bool = False,
-    ) -> None:
-        super().__init__(
-            observation_space, action_space, lr_schedule, net_arch, activation_fn, features_extractor_class,
-            features_extractor_kwargs, normalize_images, optimizer_class, optimizer_kwargs, n_critics,
-            share_features_extractor,
-        )  # fmt: skip
+CnnPolicy, MultiInputPolicy = cnn_and_multi_input_variants(TD3Policy, __name__)

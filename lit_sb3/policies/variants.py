@@ -55,18 +55,21 @@ def with_features_extractor(
                                                       "__qualname__": name})  # fmt: skip
 
 
-def cnn_and_multi_input_variants(policy_class: P, module: str) -> tuple[P, P]:
+def cnn_and_multi_input_variants(
+    policy_class: P, module: str, names: tuple[str, str] = ("CnnPolicy", "MultiInputPolicy")
+) -> tuple[P, P]:
     """SB3's ``CnnPolicy`` (:class:`NatureCNN`) and ``MultiInputPolicy`` (:class:`CombinedExtractor`, Dict
     observations) of ``policy_class``.
 
     Args:
         policy_class: the policy.
         module: the module they are defined in (pass ``__name__``).
+        names: the two classes' names (SB3's, e.g. ``("ActorCriticCnnPolicy", "MultiInputActorCriticPolicy")``).
     """
     name = policy_class.__name__
     return (
-        with_features_extractor(policy_class, NatureCNN, "CnnPolicy", module,
+        with_features_extractor(policy_class, NatureCNN, names[0], module,
                                 f":class:`{name}` with a :class:`NatureCNN` features extractor."),
-        with_features_extractor(policy_class, CombinedExtractor, "MultiInputPolicy", module,
+        with_features_extractor(policy_class, CombinedExtractor, names[1], module,
                                 f":class:`{name}` with a :class:`CombinedExtractor` (Dict observations)."),
     )  # fmt: skip
