@@ -44,7 +44,7 @@ from lit_sb3.algorithms.base import BaseAlgorithm
 from lit_sb3.algorithms.her.goal_selection_strategy import GoalSelectionStrategy
 from lit_sb3.algorithms.her.her_replay_buffer import HerReplayBuffer
 from lit_sb3.algorithms.on_policy import obs_as_tensor
-from lit_sb3.algorithms.seed_dim import _all_finite, _copy_obs, _set_obs
+from lit_sb3.algorithms.seed_dim import _all_finite, _copy_obs, _obs_at, _set_obs
 from lit_sb3.buffers.dict_replay import DictReplayBuffer
 from lit_sb3.buffers.nstep_replay import NStepReplayBuffer
 from lit_sb3.buffers.replay import ReplayBuffer
@@ -704,102 +704,62 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         new_obs: np.ndarray | dict[str, np.ndarray],
         reward: np.ndarray,
         dones: np.ndarray,
-        infos: list[dict[str, Any]],
+        infos: list[dict[str, Any]] | list[list[dict[str, Any]]],
     ) -> None:
-        """Store ``(obs, next_obs, action, reward, done)``: original (un-normalised) observations and rewards,
-        and the terminal observation as ``next_obs`` when an episode ended (the VecEnv already reset).
+        """Store every live seed's ``(obs, next_obs, action, reward, done)``: its original (un-normalised)
+        observations and rewards (its own VecNormalize), and the terminal observation as ``next_obs`` where an
+        episode ended (the VecEnv already reset). K = 1 arrives in SB3's shapes and goes through the buffer's
+        ``add`` (a user's ``replay_buffer_class`` too); K > 1 arrives ``[K, n_envs, ...]`` and goes into the K-seed
+        storage at once, a live seed whose original reward or observation is not finite failed first (its columns
+        are unused).
 
         Args:
-            replay_buffer: the buffer.
+            replay_buffer: the buffer (K > 1: the :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer`).
             buffer_action: actions to store (scaled to [-1, 1] for Box spaces).
-            new_obs: observations returned by ``env.step`` (first of a new episode where done).
+            new_obs: observations returned by the envs' step (first of a new episode where done).
             reward: rewards.
             dones: episode ends.
-            infos: step infos (``terminal_observation``, ``TimeLimit.truncated``).
+            infos: step infos (``terminal_observation``, ``TimeLimit.truncated``); K > 1: each seed's.
         """
-        if self.n_seeds > 1:
-            return self._store_seed_transitions(replay_buffer, buffer_action, new_obs, reward, dones, infos)
-        vec_normalize = self._vec_normalize_env
-        if vec_normalize is not None:
-            new_obs_ = vec_normalize.get_original_obs()
-            reward_ = vec_normalize.get_original_reward()
-        else:
-            self._last_original_obs, new_obs_, reward_ = self._last_obs, new_obs, reward
-
-        next_obs = new_obs_
-        if dones.any():
-            # copy only when terminal observations must be written in
-            next_obs = {k: v.copy() for k, v in new_obs_.items()} if isinstance(new_obs_, dict) else new_obs_.copy()
-            for i in np.flatnonzero(dones):
-                terminal_obs = infos[i].get("terminal_observation")
-                if terminal_obs is None:
-                    continue
-                if vec_normalize is not None:
-                    terminal_obs = vec_normalize.unnormalize_obs(terminal_obs)
-                if isinstance(next_obs, dict):
-                    for key in next_obs:
-                        next_obs[key][i] = terminal_obs[key]
-                else:
-                    next_obs[i] = terminal_obs
-
-        replay_buffer.add(self._last_original_obs, next_obs, buffer_action, reward_, dones, infos)  # type: ignore[arg-type]
-        self._last_obs = new_obs
-        if vec_normalize is not None:
-            self._last_original_obs = new_obs_
-
-    def _store_seed_transitions(
-        self,
-        storage: ReplayBuffer,
-        buffer_actions: np.ndarray,
-        new_obs: np.ndarray | dict[str, np.ndarray],
-        rewards: np.ndarray,
-        dones: np.ndarray,
-        infos: list[list[dict[str, Any]]],
-    ) -> None:
-        """K > 1: :meth:`_store_transition` of every seed at once into the K-seed storage (``[K, n_envs, ...]``):
-        each seed's original observations and rewards (its own VecNormalize), terminal observations and time-outs.
-        A live seed whose original reward or observation is not finite is failed before anything is stored for it
-        (its columns are unused).
-
-        Args:
-            storage: the :class:`~lit_sb3.buffers.seed_replay.SeedReplayBuffer`.
-            buffer_actions: actions to store (scaled to [-1, 1] for Box spaces), ``[K, n_envs, ...]``.
-            new_obs: observations from the envs' step.
-            rewards: rewards from the envs' step ``[K, n_envs]``.
-            dones: episode ends ``[K, n_envs]``.
-            infos: each seed's step infos.
-        """
+        single = self.n_seeds == 1
         state, last_obs = self._seed_state, self._last_obs
-        assert state is not None and isinstance(storage, SeedReplayBuffer) and last_obs is not None
-        original_obs = self._last_original_obs if self._last_original_obs is not None else last_obs
-        next_obs = _copy_obs(new_obs)
-        next_original = _copy_obs(original_obs) if self._last_original_obs is not None else None
-        raw_rewards = np.array(rewards, dtype=np.float32)
-        timeouts = np.zeros(np.shape(dones), dtype=np.float32)
-        live = self.active_seeds
-        for i in live:
-            vec_normalize = state.normalizers[i]
+        assert last_obs is not None
+        # K = 1: a seed dimension of one in front of SB3's shapes (numpy views), the same rules below
+        seeded = (lambda obs: _obs_at(obs, None)) if single else (lambda obs: obs)
+        normalizers = [self._vec_normalize_env] if single else state.normalizers  # type: ignore[union-attr]
+        seed_infos = [infos] if single else infos
+        normalized = any(n is not None for n in normalizers)
+        original_obs = seeded(self._last_original_obs if normalized else last_obs)
+        next_obs, next_original = _copy_obs(seeded(new_obs)), _copy_obs(original_obs) if normalized else None
+        raw_rewards = np.array(seeded(reward), dtype=None if single else np.float32)  # (K = 1: as the env gave them)
+        seed_dones = seeded(dones)
+        timeouts = np.zeros(np.shape(seed_dones), dtype=np.float32)
+        for i in [0] if single else self.active_seeds:
+            vec_normalize = normalizers[i]
             if vec_normalize is not None:
                 raw_obs = vec_normalize.get_original_obs()
                 raw_rewards[i] = vec_normalize.get_original_reward()
                 _set_obs(next_obs, i, raw_obs)
-                if next_original is not None:
-                    _set_obs(next_original, i, raw_obs)
-            for j in np.flatnonzero(dones[i]):
-                terminal = infos[i][j].get("terminal_observation")
+                _set_obs(next_original, i, raw_obs)
+            for j in np.flatnonzero(seed_dones[i]):
+                info = seed_infos[i][j]  # type: ignore[index]
+                terminal = info.get("terminal_observation")
                 if terminal is not None:
                     raw = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
                     _set_obs(next_obs, (i, j), raw)
-                timeouts[i, j] = infos[i][j].get("TimeLimit.truncated", False)
-        for i in live:
+                timeouts[i, j] = info.get("TimeLimit.truncated", False)
             bad_reward = not np.isfinite(raw_rewards[i]).all()
-            if bad_reward or not _all_finite(next_obs, i):
+            if not single and (bad_reward or not _all_finite(next_obs, i)):
                 what = "reward" if bad_reward else "observation"
                 self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
-        storage.add(original_obs, next_obs, buffer_actions, raw_rewards, dones, timeouts, infos)
+        if single:
+            replay_buffer.add(_obs_at(original_obs, 0), _obs_at(next_obs, 0), buffer_action, raw_rewards[0], dones,
+                              infos)  # type: ignore[arg-type]  # fmt: skip
+        else:
+            replay_buffer.add(original_obs, next_obs, buffer_action, raw_rewards, dones, timeouts, infos)  # type: ignore[call-arg]
         self._last_obs = new_obs
-        if next_original is not None:
-            self._last_original_obs = next_original
+        if normalized:
+            self._last_original_obs = _obs_at(next_original, 0) if single else next_original
 
     def collect_rollouts(
         self,
