@@ -724,6 +724,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
         single = self.n_seeds == 1
         state, last_obs = self._seed_state, self._last_obs
         assert last_obs is not None
+        if single and self._vec_normalize_env is None and not dones.any():  # K = 1, nothing to rewrite: as given
+            replay_buffer.add(last_obs, new_obs, buffer_action, reward, dones, infos)  # type: ignore[arg-type]
+            self._last_obs = new_obs
+            return
         # K = 1: a seed dimension of one in front of SB3's shapes (numpy views), the same rules below
         seeded = (lambda obs: _obs_at(obs, None)) if single else (lambda obs: obs)
         normalizers = [self._vec_normalize_env] if single else state.normalizers  # type: ignore[union-attr]
