@@ -752,8 +752,10 @@ class OffPolicyAlgorithm(BaseAlgorithm):
                     raw = vec_normalize.unnormalize_obs(terminal) if vec_normalize is not None else terminal
                     _set_obs(next_obs, (i, j), raw)
                 timeouts[i, j] = info.get("TimeLimit.truncated", False)
+            if single:  # (one run is not failed: SB3 stores what its env gave)
+                continue
             bad_reward = not np.isfinite(raw_rewards[i]).all()
-            if not single and (bad_reward or not _all_finite(next_obs, i)):
+            if bad_reward or not _all_finite(next_obs, i):
                 what = "reward" if bad_reward else "observation"
                 self.fail_seed(i, f"diverged: non-finite {what} from the env at step {self.num_timesteps}")
         if single:
