@@ -260,7 +260,7 @@ class SeedReplayBuffer:
                 array[pos] = np.asarray(value).reshape(shape)
         elif self.pack_transfers:
             # one host->device copy for the K transitions (float32 is exact for the stored actions and flags)
-            self._write_device(list(self._fields.values()), values, pos)
+            self._write_device(values, pos)
         else:
             for tensor, value in zip(self._fields.values(), values):
                 tensor[:, pos].copy_(th.as_tensor(np.asarray(value)).reshape(tensor[:, pos].shape), non_blocking=True)
@@ -278,9 +278,10 @@ class SeedReplayBuffer:
             for i, j in zip(*np.nonzero(ended.reshape(self.n_seeds, self.n_envs))):
                 self.her[i].end_episode(int(j), self.pos)
 
-    def _write_device(self, fields: list[th.Tensor], values: list[Any], row: int) -> None:
-        """Write ``values`` at slot ``row`` of a device storage's ``fields`` with one packed host->device copy."""
-        k, n = self.n_seeds, self.n_envs
+    def _write_device(self, values: list[Any], row: int) -> None:
+        """Write ``values`` (in the order of the stored fields) at slot ``row`` of a device storage with one packed
+        host->device copy."""
+        k, n, fields = self.n_seeds, self.n_envs, list(self._fields.values())
         packed = np.concatenate([np.asarray(v, dtype=np.float32).reshape(k, n, -1) for v in values], axis=-1)
         device_values = th.from_numpy(packed).to(self.device).split([f[0, 0, 0].numel() for f in fields], -1)
         for tensor, value in zip(fields, device_values):
