@@ -65,7 +65,10 @@ def test_auto_batches_share_the_workers_by_cost() -> None:
     from lit_sb3.zoo.cost import job_costs, schedule_eta, unit_seconds
 
     jobs, _ = plan_grid(["sac", "a2c"], ["Pendulum-v1"], range(5), n_timesteps=3000, eval_freq=1000, eval_episodes=5)
-    units, lines = auto_seed_batches(jobs, workers=2)
+    # the measured ratios of 2026-12-02 (SAC 1.22x, A2C 3.80x), not the shipped table: its refresh must not change
+    # what this test checks (the split by cost)
+    table = {("sac", "classic"): _row("sac", "classic", 1.22), ("a2c", "classic"): _row("a2c", "classic", 3.8)}
+    units, lines = auto_seed_batches(jobs, workers=2, table=table)
     sizes = {a: sorted((len(u) for u in units if u[0].algo == a), reverse=True) for a in ("sac", "a2c")}
     assert sizes == {"sac": [3, 2], "a2c": [5]}
     assert "sac on Pendulum-v1: 5 seed(s) as 3+2" in lines[0] and "to keep 2 worker(s) busy" in lines[0]
