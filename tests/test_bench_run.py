@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -253,6 +254,45 @@ def test_killed_grid_resumes(in_tmp_path: Path, mlflow_template: Path, monkeypat
 
     results = load_results(uri, "killed")  # bench report: the superseded KILLED attempt is not a failure
     assert len(results.runs) == len(finished) and results.not_finished == {}
+
+
+def test_another_live_grid_in_the_experiment_is_left_alone(
+    in_tmp_path: Path, mlflow_template: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two grids may share an experiment (the classic benchmark runs two cells at once): a bench run counts as
+    'running in another bench run' only its own jobs that the other live invocation holds, and never touches the
+    other's. Before the fix, a2c's grid said '5 job(s) are running in another bench run' of a TQC grid's jobs."""
+    from lit_sb3.zoo import pipeline
+    from lit_sb3.zoo.jobs import plan_grid
+    from lit_sb3.zoo.tracking import PROC_TAG, open_tracking, run_environment_tags
+
+    uri = _store(in_tmp_path, mlflow_template)
+    tracking = open_tracking(uri, "shared")
+    other, _ = plan_grid(["ppo"], ["CartPole-v1"], [7], n_timesteps=384)
+    mine, _ = plan_grid(["a2c"], ["CartPole-v1"], [0, 1], n_timesteps=384)
+    live = subprocess.Popen(["sleep", "120"])  # the other bench run's process (a live pid on this host)
+    try:
+        proc = f"{socket.gethostname()}:{live.pid}:"
+        parent = tracking.create_parent_run("bench run (the other grid)", {}, tags={PROC_TAG: proc})
+        env_tags = run_environment_tags()
+        held = {spec.job_id: tracking.create_job_run(spec, parent, env_tags) for spec in (other[0], mine[1])}
+        assert pipeline.claim(tracking, [], mine) == {mine[1].job_id: proc}
+        assert pipeline.claim(tracking, [], other + mine[:1]) == {other[0].job_id: proc}
+        assert pipeline.claim(tracking, [], mine[:1]) == {}
+
+        tracking.end_run(held[mine[1].job_id], "FAILED")  # only the other grid's job is live now
+        argv = ["run", "--algos", "a2c", "--envs", "CartPole-v1", "--seeds", "1", "--jobs", "1", "--tracking-uri",
+                uri, "--experiment", "shared", *TINY]  # fmt: skip
+        capsys.readouterr()
+        assert main(argv) == 0
+    finally:
+        live.kill()
+        live.wait()
+    out = capsys.readouterr().out
+    assert "another bench run" not in out, out
+    statuses = {r.data.tags["lit_sb3.job_id"]: r.info.status for r in _runs(uri, "shared")}
+    assert statuses[other[0].job_id] == "RUNNING"  # the live grid's job is not marked stale
+    assert sorted(statuses.values()) == ["FAILED", "FINISHED", "RUNNING"]
 
 
 # ---------------------------------------------------------------------------------------------------------

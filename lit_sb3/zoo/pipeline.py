@@ -251,20 +251,22 @@ def print_plan(jobs: Sequence[Any], skipped: Sequence[Any], finished: set[str], 
 # ---------------------------------------------------------------------------------------------------------
 # claim
 # ---------------------------------------------------------------------------------------------------------
-def claim(tracking: Any, skipped: Sequence[Any]) -> dict[str, str]:
+def claim(tracking: Any, skipped: Sequence[Any], jobs: Sequence[Any]) -> dict[str, str]:
     """Before running: say which pairs are skipped, mark the runs of a dead ``bench run`` KILLED (they run again)
-    and return the jobs another live ``bench run`` is running now (job id -> its process).
+    and return the jobs of this grid that another live ``bench run`` is running now (job id -> its process); the
+    other invocation's jobs outside this grid are none of its business (two grids may share an experiment).
 
     Args:
         tracking: the experiment's tracking session.
         skipped: pairs that cannot run.
+        jobs: this invocation's jobs.
     """
     for pair in skipped:
         print(f"skipped {pair.algo} on {pair.env_id}: {pair.reason}")
     n_stale, active = tracking.mark_stale()
     if n_stale:
         print(f"marked {n_stale} stale running job(s) KILLED (their bench run is gone); running them again")
-    return active
+    return {j.job_id: active[j.job_id] for j in jobs if j.job_id in active}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -253,9 +253,9 @@ def run_until_verdict(
         units = pipeline.seed_batch_units(first, args.seed_batch)
         _print_until_verdict_estimate(args, tracking, jobs, first, units, plan)
         return 0
-    active = pipeline.claim(tracking, skipped)
+    active = pipeline.claim(tracking, skipped, jobs)
     if active:
-        raise BenchError(f"{len(active)} job(s) of this experiment are running in another bench run; wait for it")
+        raise BenchError(f"{len(active)} job(s) of this grid are running in another bench run; wait for it")
     launcher = pipeline.make_launcher(args, args.timeout)
     rule = {k: v for k, v in plan.as_dict().items() if k != "looks"}  # a tag is short; the looks follow from it
     parent_id, command = pipeline.open_grid_run(args, tracking, "verdict", tags={PLAN_TAG: json.dumps(rule)})

@@ -178,7 +178,7 @@ def _run(args: argparse.Namespace, progress: Any) -> int:
         todo = [j for j in jobs if j.job_id not in finished]
         pipeline.print_estimate(args, tracking, jobs, todo, pipeline.seed_batch_units(todo, args.seed_batch, args.jobs))
         return 0
-    active = pipeline.claim(tracking, skipped)
+    active = pipeline.claim(tracking, skipped, jobs)
     todo = [j for j in jobs if j.job_id not in finished and j.job_id not in active]
     n_done_before = sum(j.job_id in finished for j in jobs)
     if active:
