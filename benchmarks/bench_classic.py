@@ -416,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     cells = [c for c in CELLS if c.tier <= args.tier]
     if args.cells:
         wanted = {tuple(part.split(":", 1)) for part in args.cells.split(",")}
+        unknown = sorted(":".join(w) for w in wanted - {(c.algo, c.env) for c in cells})
+        if unknown:
+            allowed = ", ".join(f"{c.algo}:{c.env}" for c in cells)
+            p.error(f"--cells: no such cell at --tier {args.tier}: {', '.join(unknown)} (cells: {allowed})")
         cells = [c for c in cells if (c.algo, c.env) in wanted]
     cells.sort(key=lambda c: (c.tier, c.cost))
     if not args.report_only:

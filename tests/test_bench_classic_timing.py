@@ -99,3 +99,14 @@ def test_redo_deletes_a_side_and_supersedes_its_invocations(tmp_path: Path, mlfl
         fh.write(json.dumps({**side, "impl": "sb3", "started_ts": time.time() + 1, "wall_seconds": 250.0}) + "\n")
     summary = driver.timing_summary(store)
     assert "Over the 1 cells" in summary and "| sb3 | 250 s" in summary and "**2.50x**" in summary
+
+
+def test_unknown_cell_is_one_line_naming_the_cells(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped ``--cells`` once selected nothing and the driver ended as if all were done."""
+    driver = _driver()
+    with pytest.raises(SystemExit) as exc:
+        driver.main(["--store", str(tmp_path), "--dry-run", "--tier", "1", "--cells", "tqc:Pendulum,ppo:CartPole-v1"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--cells: no such cell at --tier 1: tqc:Pendulum (cells: ppo:CartPole-v1, " in err
+    assert "tqc:Pendulum-v1" in err and "Acrobot" not in err  # the tier's cells, not tier 2's
