@@ -318,14 +318,15 @@ def headline(aggregates: dict, timing: str) -> str:
     against = next((a for a in comparison.get("against", []) if a.get("impl") == "sb3"), None)
     if against is None:
         return "No cell has runs of both sides yet.\n"
-    done = {(c["algo"], c["env"]) for c in against["cells"]}
+    cells = [c for c in against["cells"] if c["kind"] != "too_few_runs"]  # a cell whose side is still running: not yet
+    done = {(c["algo"], c["env"]) for c in cells}
     pending = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 1 and (c.algo, c.env) not in done]
     lines = [
         f"| algo | env | IQM lit_sb3 | IQM SB3 | P(lit_sb3 > SB3) [{against['interval_name']}] | verdict | "
         "process time lit_sb3 / SB3 |",
         "|---|---|---|---|---|---|---|",
     ]
-    for c in against["cells"]:
+    for c in cells:
         iqm, poi, wall = c["iqm"], c["poi"], c["wall_seconds"]
         lines.append(f"| {c['algo']} | {c['env']} | {iqm['lit_sb3']['point']:.1f} | {iqm['sb3']['point']:.1f} | "
                      f"{poi['point']:.2f} [{poi['low']:.2f}, {poi['high']:.2f}] | {c['verdict']} | "

@@ -113,3 +113,33 @@ def test_one_implementation_has_no_implementation_section(grid: tuple[str, Path]
     agg = json.loads((out / "aggregates.json").read_text())
     assert agg["implementation_comparison"] is not None  # ppo's runs still come from two implementations
     assert [c["algo"] for c in agg["implementation_comparison"]["against"][0]["cells"]] == ["ppo"]
+
+
+def test_a_cell_short_of_runs_says_how_many_each_side_has(grid: tuple[str, Path], tmp_path: Path) -> None:
+    """A cell whose SB3 side is still running (the classic benchmark's TQC: 10 + 1 runs) once read 'no verdict: 0
+    runs per side'; it names each side's count, and the other cells keep their verdicts."""
+    import shutil
+
+    uri, folder = grid
+    db = tmp_path / "mlflow.db"
+    shutil.copy(uri.removeprefix("sqlite:///"), db)
+    copy = f"sqlite:///{db}"
+    c = client(copy)
+    sb3_a2c = [r for r in runs(copy, "impl") if r.data.tags["impl"] == "sb3" and r.data.tags["lit_sb3.algo"] == "a2c"]
+    for run in sb3_a2c[1:]:
+        c.delete_run(run.info.run_id)
+    out = tmp_path / "report"
+    assert main(["report", "--experiment", "impl", "--tracking-uri", copy, "--out", str(out), "--reps", "500"]) == 0
+    agg = json.loads((out / "aggregates.json").read_text())
+    cells = {cell["algo"]: cell for cell in agg["implementation_comparison"]["against"][0]["cells"]}
+    assert cells["a2c"]["runs"] == {"lit_sb3": 5, "sb3": 1} and cells["a2c"]["kind"] == "too_few_runs"
+    assert cells["a2c"]["verdict"] == "no verdict: 5 run(s) of lit_sb3 and 1 of sb3, the rule needs >= 5 per side"
+    assert cells["ppo"]["kind"] in ("better", "worse", "equivalent", "open")
+    md = (out / "report.md").read_text()
+    assert cells["a2c"]["verdict"] in md
+    # the whole benchmark sums only cells with the same work on both sides (here: ppo's)
+    side = agg["implementation_comparison"]["against"][0]
+    assert side["left_out_of_total"] == ["a2c on CartPole-v1 (5 + 1 runs)"]
+    for name in ("lit_sb3", "sb3"):
+        assert side["total"][name]["wall"] == pytest.approx(cells["ppo"]["wall_seconds"][name])
+    assert "The whole benchmark (1 cell; left out, not the same number of runs a side: a2c on CartPole-v1" in md

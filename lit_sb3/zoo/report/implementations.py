@@ -74,7 +74,7 @@ class Implementations(Section):
             level = 100.0 * (1.0 - ALPHA / m)
             interval = f"{level:.4g} % confidence sequence" + (f", simultaneous over the {m} cells" if m > 1 else "")
             colors = {ours: "tab:blue", other: "tab:orange"}
-            rows, cell_data, panels = [], [], {}
+            rows, cell_data, panels, uneven = [], [], {}, []
             total = {ours: {"wall": 0.0, "cpu": 0.0}, other: {"wall": 0.0, "cpu": 0.0}}
             for (algo, env), name, c in zip(cells, names, family):
                 sides = by_cell[(algo, env)]
@@ -85,11 +85,15 @@ class Implementations(Section):
                 }  # fmt: skip
                 times = {impl: {"wall": _seconds(sides[impl], "wall_seconds"),
                                 "cpu": _seconds(sides[impl], "cpu_seconds")} for impl in (ours, other)}  # fmt: skip
-                for impl in (ours, other):
-                    for k in ("wall", "cpu"):
-                        if np.isfinite(times[impl][k]):
-                            total[impl][k] += times[impl][k]
-                kind, verdict, p = self._verdict(c, ours, other, ctx.min_runs)
+                counts = {impl: len(sides[impl]) for impl in (ours, other)}
+                if counts[ours] != counts[other]:  # not the same work on both sides (one still running)
+                    uneven.append(f"{name} ({counts[ours]} + {counts[other]} runs)")
+                else:
+                    for impl in (ours, other):
+                        for k in ("wall", "cpu"):
+                            if np.isfinite(times[impl][k]):
+                                total[impl][k] += times[impl][k]
+                kind, verdict, p = self._verdict(c, ours, other, ctx.min_runs, counts)
                 lk = c.looks[-1] if c.looks else None
                 poi = stats.Interval(lk.point, lk.low, lk.high) if lk else stats.Interval(float("nan"), 0.0, 1.0)
                 hp = {impl: hyperparams_of(sides[impl]) for impl in (ours, other)}
@@ -98,7 +102,7 @@ class Implementations(Section):
                              _ci(poi), p, verdict, f"{_fmt(times[ours]['wall'])} / {_fmt(times[other]['wall'])}",
                              f"{_fmt(times[ours]['cpu'])} / {_fmt(times[other]['cpu'])}"])  # fmt: skip
                 cell_data.append({
-                    "algo": algo, "env": env, "runs": {ours: len(sides[ours]), other: len(sides[other])},
+                    "algo": algo, "env": env, "runs": counts,
                     "iqm": {impl: iqm[impl].as_dict() for impl in (ours, other)},
                     "poi": poi.as_dict(), "interval_name": interval, "p_value": lk.p_value if lk else None,
                     "kind": kind, "verdict": verdict, "reason": c.reason,
@@ -128,8 +132,11 @@ class Implementations(Section):
             blocks.append(Block("table", headers=headers, items=rows))
             wall_ratio = total[other]["wall"] / total[ours]["wall"] if total[ours]["wall"] > 0 else float("nan")
             cpu_ratio = total[other]["cpu"] / total[ours]["cpu"] if total[ours]["cpu"] > 0 else float("nan")
+            summed = _n(len(cells) - len(uneven), "cell") + (
+                f"; left out, not the same number of runs a side: {', '.join(uneven)}" if uneven else ""
+            )
             blocks.append(Block("p", (
-                f"The whole benchmark ({_n(len(cells), 'cell')}): {ours} {_fmt(total[ours]['wall'])} wall s and "
+                f"The whole benchmark ({summed}): {ours} {_fmt(total[ours]['wall'])} wall s and "
                 f"{_fmt(total[ours]['cpu'])} CPU s, {other} {_fmt(total[other]['wall'])} wall s and "
                 f"{_fmt(total[other]['cpu'])} CPU s: {other} / {ours} = {_fmt(wall_ratio)} (wall), "
                 f"{_fmt(cpu_ratio)} (CPU). Wall seconds are process-seconds: with parallel jobs the elapsed time is "
@@ -161,16 +168,16 @@ class Implementations(Section):
             data["against"].append({
                 "impl": other, "interval_name": interval, "alpha": ALPHA, "margin": MARGIN, "cells": cell_data,
                 "not_compared": [{"algo": a, "env": e} for a, e in alone],
-                "total": total, "ratio": {"wall": wall_ratio, "cpu": cpu_ratio},
+                "total": total, "ratio": {"wall": wall_ratio, "cpu": cpu_ratio}, "left_out_of_total": uneven,
             })  # fmt: skip
         return {"implementation_comparison": data}, blocks
 
     @staticmethod
-    def _verdict(c: Any, ours: str, other: str, min_runs: int) -> tuple[str, str, str]:
-        """``(kind, text, p shown)`` of one cell's comparison."""
+    def _verdict(c: Any, ours: str, other: str, min_runs: int, counts: dict[str, int]) -> tuple[str, str, str]:
+        """``(kind, text, p shown)`` of one cell's comparison (``counts``: each side's runs)."""
         if not c.looks or c.reason.startswith("too few runs"):
-            n = c.looks[-1].n if c.looks else 0
-            return "too_few_runs", f"no verdict: {n} runs per side, the rule needs >= {min_runs}", "—"
+            runs = f"{counts[ours]} run(s) of {ours} and {counts[other]} of {other}"
+            return "too_few_runs", f"no verdict: {runs}, the rule needs >= {min_runs} per side", "—"
         kind = _KIND[c.outcome]
         text = {
             "better": f"{ours} better",
