@@ -25,7 +25,9 @@ next to the repository; writing the report also keeps a gzipped copy of its data
 (``bench run`` resumes), and an interrupted invocation is
 recorded as such (its finished runs are kept; its wall time is counted, so redone work shows in the total).
 Cells run cheapest first (by the measured or estimated cost), so every sitting completes whole cells; ``touch
-<store>/STOP`` ends the driver cleanly before its next invocation (a sitting that must end).
+<store>/STOP`` ends the driver cleanly before its next invocation (a sitting that must end). Two drivers may share
+the store, one per core, on disjoint cells (``--cells tqc:Pendulum-v1 --cpus 1`` beside ``--cells
+a2c:CartPole-v1 --cpus 0``): each cell's two sides still run one after the other on the same core.
 
 A side found wrong after it ran (a defect in what it recorded, fixed since) is redone, not patched: ``--redo
 dqn:CartPole-v1:sb3 --reason "..."`` deletes that side's runs from the experiment (MLflow's own deletion; the
