@@ -342,6 +342,9 @@ def headline(aggregates: dict, timing: str) -> str:
         lines.append(f"Whole benchmark: {ratio}")
     if pending:
         lines.append(f"Not yet run ({len(pending)} of the required cells): {', '.join(pending)}.")
+    optional = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 2 and (c.algo, c.env) not in done]
+    if optional:
+        lines.append(f"Not yet run (tier 2, added where the budget allows): {', '.join(optional)}.")
     return "\n".join(lines) + "\n"
 
 
