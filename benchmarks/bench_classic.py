@@ -163,9 +163,11 @@ def run_side(cell: Cell, impl: str, store: Path, jobs: int, freq: int, cpus: str
     argv = command(cell, impl, store, jobs, freq)
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
+    from lit_sb3.zoo.tracking.host import process_tag
+
     record = {"algo": cell.algo, "env": cell.env, "impl": impl, "command": shlex.join(argv), "cpus": cpus,
               "jobs": jobs, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "started_ts": time.time(),
-              "load_before": os.getloadavg()}  # fmt: skip
+              "load_before": os.getloadavg(), "process": process_tag()}  # fmt: skip
     with open(store / "invocations.jsonl", "a") as fh:
         fh.write(json.dumps({**record, "event": "start"}) + "\n")
     print(f"\n=== {cell.algo} on {cell.env}: {impl} ===\n{record['command']}", flush=True)
@@ -183,13 +185,13 @@ def run_side(cell: Cell, impl: str, store: Path, jobs: int, freq: int, cpus: str
 
 def _killed_wall(store: Path, start: dict, next_start: float) -> float | None:
     """Wall seconds of an invocation killed outright: from its start to the end of the last job run it finished
-    before the next invocation started (the work it left unfinished was redone by a later invocation and is counted
+    before the side's next invocation started (the work it left unfinished was redone by a later invocation and is counted
     there; the later invocation's own runs of the same cell are not its).
 
     Args:
         store: the benchmark's store.
         start: the invocation's ``start`` line.
-        next_start: when the next invocation started (``time.time()`` seconds).
+        next_start: when the next invocation of the same side started (``time.time()`` seconds; ``inf``: none yet).
     """
     from mlflow import MlflowClient
     from mlflow.entities import ViewType
@@ -246,26 +248,38 @@ def _parse_started(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S%z").timestamp()
 
 
+def _running(start: dict, starts: list[dict]) -> bool:
+    """Whether the invocation of a ``start`` line with no end line is still running: its driver process is alive
+    (lines from before the ``process`` field: none started after it)."""
+    from lit_sb3.zoo.tracking.host import process_alive
+
+    if "process" in start:
+        return process_alive(start["process"])
+    return not any(other["started_ts"] > start["started_ts"] for other in starts)
+
+
 def _records(store: Path) -> list[dict]:
-    """Every invocation, in order: finished ones as recorded, killed ones (a ``start`` line with no end, and not
-    the one running now) timed by :func:`_killed_wall`, and those a later ``redo`` line superseded (status
-    ``superseded: <reason>``)."""
+    """Every invocation, in order: finished ones as recorded, killed ones (a ``start`` line with no end whose
+    driver is gone; one still running is left out) timed by :func:`_killed_wall` up to the next invocation of the
+    same side (two drivers may share the store, each on its own cells), and those a later ``redo`` line superseded
+    (status ``superseded: <reason>``)."""
     path = store / "invocations.jsonl"
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
     redos = [line for line in lines if line.get("event") == "redo"]
-    starts = [line["started_ts"] for line in lines if line.get("event") == "start"]
+    starts = [line for line in lines if line.get("event") == "start"]
     rows: list[dict] = []
     for line in lines:
         if line.get("event") == "redo":
             continue
+        side = (line["algo"], line["env"], line["impl"])
         if line.get("event") == "start":
             ended = any(other.get("event") is None and other.get("started_ts") == line["started_ts"] for other in lines)
-            later = [t for t in starts if t > line["started_ts"]]
-            if ended or not later:  # recorded by its end line, or the one running now
+            if ended or _running(line, starts):  # recorded by its end line, or running now
                 continue
-            wall = _killed_wall(store, line, min(later)) or 0.0  # killed: a later invocation started after it
+            later = [o["started_ts"] for o in starts if (o["algo"], o["env"], o["impl"]) == side
+                     and o["started_ts"] > line["started_ts"]]  # fmt: skip
+            wall = _killed_wall(store, line, min(later, default=math.inf)) or 0.0
             line = {**line, "status": "killed (the sitting ended)", "wall_seconds": wall, "load_after": [math.nan] * 3}
-        side = (line["algo"], line["env"], line["impl"])
         started = line.get("started_ts") or _parse_started(line["started"])  # lines before 2026-12-05 have no ts
         redone = [r for r in redos if (r["algo"], r["env"], r["impl"]) == side and r["ts"] > started]
         rows.append({**line, "status": f"superseded: {redone[0]['reason']}"} if redone else line)
@@ -320,9 +334,12 @@ def headline(aggregates: dict, timing: str) -> str:
     against = next((a for a in comparison.get("against", []) if a.get("impl") == "sb3"), None)
     if against is None:
         return "No cell has runs of both sides yet.\n"
-    cells = [c for c in against["cells"] if c["kind"] != "too_few_runs"]  # a cell whose side is still running: not yet
+    cells = [c for c in against["cells"] if c["runs"]["lit_sb3"] == c["runs"]["sb3"] == SEEDS]
+    running = [f"{c['algo']} on {c['env']} ({c['runs']['lit_sb3']} + {c['runs']['sb3']} runs)"
+               for c in against["cells"] if c not in cells]  # fmt: skip
     done = {(c["algo"], c["env"]) for c in cells}
-    pending = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 1 and (c.algo, c.env) not in done]
+    started = {(c["algo"], c["env"]) for c in against["cells"]}
+    pending = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 1 and (c.algo, c.env) not in started]
     lines = [
         f"| algo | env | IQM lit_sb3 | IQM SB3 | P(lit_sb3 > SB3) [{against['interval_name']}] | verdict | "
         "process time lit_sb3 / SB3 |",
@@ -340,9 +357,11 @@ def headline(aggregates: dict, timing: str) -> str:
               "batch's time shared by its seeds."]  # fmt: skip
     if ratio:
         lines.append(f"Whole benchmark: {ratio}")
+    if running:
+        lines.append(f"In progress (not in the table): {', '.join(running)}.")
     if pending:
         lines.append(f"Not yet run ({len(pending)} of the required cells): {', '.join(pending)}.")
-    optional = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 2 and (c.algo, c.env) not in done]
+    optional = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 2 and (c.algo, c.env) not in started]
     if optional:
         lines.append(f"Not yet run (tier 2, added where the budget allows): {', '.join(optional)}.")
     return "\n".join(lines) + "\n"

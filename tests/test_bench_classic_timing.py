@@ -57,6 +57,42 @@ def test_killed_invocation_is_timed_by_its_own_runs(tmp_path: Path, mlflow_templ
     assert [r["wall_seconds"] for r in driver._records(store) if r["status"].startswith("killed")] == [100.0]
 
 
+def test_a_running_invocation_of_another_driver_is_not_killed(tmp_path: Path, mlflow_template: Path) -> None:
+    """Two drivers share the store (one per core). Driver X's invocation (live process, no end line yet) is running,
+    not 'killed (the sitting ended)' because driver Y started an invocation after it; Y's own killed invocation is
+    timed up to the next start of the same side, not up to X's unrelated start."""
+    import socket
+    import subprocess
+
+    from mlflow import MlflowClient
+
+    driver = _driver()
+    store = tmp_path / "store"
+    store.mkdir()
+    client = MlflowClient(copy_store(store, mlflow_template))
+    exp = client.create_experiment(driver.EXPERIMENT)
+    t0 = 1_800_000_000.0
+    tags = {"lit_sb3.algo": "a2c", "lit_sb3.env": "CartPole-v1", "impl": "sb3"}
+    run = client.create_run(exp, start_time=int((t0 + 10) * 1000), tags=tags)
+    client.set_terminated(run.info.run_id, "FINISHED", end_time=int((t0 + 300) * 1000))  # after X started
+    dead = f"{socket.gethostname()}:999999999:"
+    live = subprocess.Popen(["sleep", "60"])
+    try:
+        lines = [  # Y: a2c (killed when its sitting ended, never resumed); X: dqn (running)
+            {"algo": "a2c", "env": "CartPole-v1", "impl": "sb3", "started_ts": t0, "event": "start", "process": dead},
+            {"algo": "dqn", "env": "Acrobot-v1", "impl": "sb3", "started_ts": t0 + 60, "event": "start",
+             "process": f"{socket.gethostname()}:{live.pid}:"},
+        ]  # fmt: skip
+        (store / "invocations.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+        rows = driver._records(store)
+    finally:
+        live.kill()
+        live.wait()
+    assert [(r["algo"], r["status"], r["wall_seconds"]) for r in rows] == [("a2c", "killed (the sitting ended)", 300.0)]
+    rows = driver._records(store)  # X's driver gone too: now it is killed, with nothing finished
+    assert [(r["algo"], r["wall_seconds"]) for r in rows] == [("a2c", 300.0), ("dqn", 0.0)]
+
+
 def test_redo_deletes_a_side_and_supersedes_its_invocations(tmp_path: Path, mlflow_template: Path) -> None:
     """``--redo dqn:CartPole-v1:sb3``: that side's job runs are deleted (the other side's kept), so neither the
     driver nor ``bench run``'s resume counts them as finished; the side's earlier invocation is listed as superseded
@@ -110,3 +146,27 @@ def test_unknown_cell_is_one_line_naming_the_cells(tmp_path: Path, capsys: pytes
     err = capsys.readouterr().err
     assert "--cells: no such cell at --tier 1: tqc:Pendulum (cells: ppo:CartPole-v1, " in err
     assert "tqc:Pendulum-v1" in err and "Acrobot" not in err  # the tier's cells, not tier 2's
+
+
+def test_headline_lists_only_cells_done_on_both_sides() -> None:
+    """dqn on Acrobot-v1 with 10 + 5 runs once appeared in the README's table with a verdict (5 runs a side is
+    enough for the rule) while its SB3 side was still running."""
+    driver = _driver()
+
+    def cell(algo: str, env: str, runs: tuple[int, int]) -> dict:
+        side = {"point": 1.0, "low": 0.0, "high": 2.0}
+        return {"algo": algo, "env": env, "runs": {"lit_sb3": runs[0], "sb3": runs[1]}, "kind": "open",
+                "verdict": "open", "iqm": {"lit_sb3": side, "sb3": side}, "poi": {"point": 0.5, "low": 0.1, "high": 0.9},
+                "wall_seconds": {"lit_sb3": 10.0, "sb3": 20.0}}  # fmt: skip
+
+    against = {"impl": "sb3", "interval_name": "CS", "alpha": 0.05, "margin": 0.1,
+               "cells": [cell("ppo", "CartPole-v1", (10, 10)), cell("dqn", "Acrobot-v1", (10, 5))]}  # fmt: skip
+    text = driver.headline({"implementation_comparison": {"against": [against]}}, "")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows == ["| ppo | CartPole-v1 | 1.0 | 1.0 | 0.50 [0.10, 0.90] | open | 10 s / 20 s (2.00x) |"]
+    assert "In progress (not in the table): dqn on Acrobot-v1 (10 + 5 runs)." in text
+    assert "1 cells, 10 seeds a side each" in text
+    pending = next(line for line in text.splitlines() if line.startswith("Not yet run (1"))
+    assert "ars on CartPole-v1" in pending and "ppo on" not in pending
+    tier2 = next(line for line in text.splitlines() if "tier 2" in line).split(": ", 1)[1].rstrip(".").split(", ")
+    assert "dqn on Acrobot-v1" not in tier2 and "qrdqn on Acrobot-v1" in tier2
