@@ -160,11 +160,11 @@ def finished_counts(store: Path) -> dict[tuple[str, str, str], int]:
 def run_side(cell: Cell, impl: str, store: Path, jobs: int, freq: int, cpus: str) -> dict:
     """Run one side of a cell pinned to ``cpus``; returns its invocation record. A ``start`` line is written first,
     so that an invocation killed outright (the sitting ended) is still found and timed (:func:`_records`)."""
+    from lit_sb3.zoo.tracking.host import process_tag
+
     argv = command(cell, impl, store, jobs, freq)
     if cpus:
         argv = ["taskset", "-c", cpus, *argv]
-    from lit_sb3.zoo.tracking.host import process_tag
-
     record = {"algo": cell.algo, "env": cell.env, "impl": impl, "command": shlex.join(argv), "cpus": cpus,
               "jobs": jobs, "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "started_ts": time.time(),
               "load_before": os.getloadavg(), "process": process_tag()}  # fmt: skip
@@ -185,8 +185,8 @@ def run_side(cell: Cell, impl: str, store: Path, jobs: int, freq: int, cpus: str
 
 def _killed_wall(store: Path, start: dict, next_start: float) -> float | None:
     """Wall seconds of an invocation killed outright: from its start to the end of the last job run it finished
-    before the side's next invocation started (the work it left unfinished was redone by a later invocation and is counted
-    there; the later invocation's own runs of the same cell are not its).
+    before the side's next invocation started (the work it left unfinished was redone by a later invocation and is
+    counted there; the later invocation's own runs of the same cell are not its).
 
     Args:
         store: the benchmark's store.
