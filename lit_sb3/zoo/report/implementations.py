@@ -98,7 +98,7 @@ class Implementations(Section):
                 poi = stats.Interval(lk.point, lk.low, lk.high) if lk else stats.Interval(float("nan"), 0.0, 1.0)
                 hp = {impl: hyperparams_of(sides[impl]) for impl in (ours, other)}
                 differ = sorted(k for k in set(hp[ours]) & set(hp[other]) if hp[ours][k] != hp[other][k])
-                rows.append([algo, env, f"{len(sides[ours])} + {len(sides[other])}", _ci(iqm[ours]), _ci(iqm[other]),
+                rows.append([algo, env, f"{counts[ours]} + {counts[other]}", _ci(iqm[ours]), _ci(iqm[other]),
                              _ci(poi), p, verdict, f"{_fmt(times[ours]['wall'])} / {_fmt(times[other]['wall'])}",
                              f"{_fmt(times[ours]['cpu'])} / {_fmt(times[other]['cpu'])}"])  # fmt: skip
                 cell_data.append({
