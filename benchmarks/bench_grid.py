@@ -188,6 +188,10 @@ def seed_batch_grid(args: argparse.Namespace) -> float:
                 raise RuntimeError(
                     f"{arm}: bench run failed ({done.returncode}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
                 )
+            if arm == "batched" and i == 0:  # what the batched arm ran: auto's choice and its reason
+                for line in done.stdout.splitlines():
+                    if line.startswith("--seed-batch"):
+                        print(f"  {line}", flush=True)
         ratios.append(walls["separate"] / walls["batched"])
         print(f"seed-batch pair {i}: --seed-batch 1 {walls['separate']:.1f} s (load {loads['separate']:.1f}), "
               f"--seed-batch {args.seed_batch} {walls['batched']:.1f} s (load {loads['batched']:.1f}); ratio "
