@@ -80,6 +80,16 @@ def test_seed_batches_cost_what_the_measured_speed_up_says() -> None:
     assert 1.0 < seed_batch_speedup("ppo", 4) < seed_batch_speedup("ppo", 8) == seed_batch_speedup("ppo", 16)
 
 
+def test_the_seed_batch_speed_up_is_the_table_auto_decides_from() -> None:
+    # one measured table (benchmarks/seed_batch.yml) for both auto's choice and the estimate's speed-up
+    from lit_sb3.zoo.seed_batching import load_table
+
+    for (algo, _), row in load_table().items():
+        assert seed_batch_speedup(algo, row.k) == pytest.approx(row.ratio)
+        assert seed_batch_speedup(algo, 1) == 1.0
+    assert seed_batch_speedup("ddpg", 8) == 1.0  # not measured: no speed-up assumed
+
+
 def test_estimate_takes_the_rates_of_finished_runs_in_the_store(
     in_tmp_path: Path, mlflow_template: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

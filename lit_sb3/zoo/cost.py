@@ -136,8 +136,7 @@ def env_family(env_id: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def load_rates() -> dict[str, Any]:
-    """The shipped table (``benchmarks/rates.yml``): ``{"machine": str, "rates": {algo: {family: {...}}},
-    "seed_batch_speedup_k8": {algo: float}}``."""
+    """The shipped table (``benchmarks/rates.yml``): ``{"machine": str, "rates": {algo: {family: {...}}}}``."""
     import yaml
 
     from lit_sb3.zoo.data import data_path
@@ -159,16 +158,23 @@ def _table_rates(algo: str, family: str) -> Rates | None:
     return Rates(**by_family[other], source=f"{where}: {algo} on {other}, no {family} row")
 
 
+@functools.cache
 def seed_batch_speedup(algo: str, k: int) -> float:
-    """How much faster K seeds train in one seed-batched process than one after another: the speed-up measured
-    at K = 8 (``seed_batch_speedup_k8`` of the table), linear in K from 1 at K = 1, capped at K = 8's.
+    """How much faster K seeds train in one seed-batched process than one after another: the ratio measured at
+    the table's K (``benchmarks/seed_batch.yml``, the one table ``--seed-batch auto`` also decides from; the
+    algorithm's best family row, as auto uses for a family without a row), linear in K from 1 at K = 1, capped at
+    the measured K's. An algorithm without a row: 1 (no speed-up assumed).
 
     Args:
         algo: algorithm.
         k: seeds in the batch.
     """
-    s8 = float(load_rates().get("seed_batch_speedup_k8", {}).get(algo, 1.0))
-    return 1.0 + (s8 - 1.0) * min(max(k, 1) - 1, 7) / 7
+    from lit_sb3.zoo.seed_batching import load_table, lookup
+
+    row, _ = lookup(algo, None, load_table())
+    if row is None or row.k <= 1:
+        return 1.0
+    return 1.0 + (row.ratio - 1.0) * (min(max(k, 1), row.k) - 1) / (row.k - 1)
 
 
 def rates_from_runs(runs: Iterable[Mapping[str, Any]], algo: str, family: str) -> Rates | None:

@@ -111,8 +111,15 @@ def env_family(env_id: str, suites: dict[str, Any] | None = None) -> str | None:
     return None
 
 
-def _lookup(algo: str, family: str | None, table: dict[tuple[str, str], Efficiency]) -> tuple[Efficiency | None, str]:
-    """The row that decides ``algo`` on ``family`` and where it comes from (for the plan line)."""
+def lookup(algo: str, family: str | None, table: dict[tuple[str, str], Efficiency]) -> tuple[Efficiency | None, str]:
+    """The row that decides ``algo`` on ``family`` (its own, else the algorithm's best measured) and where it comes
+    from (for the plan line); (None, "") for an algorithm without a row.
+
+    Args:
+        algo: the algorithm's bench name.
+        family: the env family (None: not in a suite).
+        table: the efficiency table (:func:`load_table`).
+    """
     if family is not None and (algo, family) in table:
         return table[(algo, family)], ""
     rows = [row for (a, _), row in table.items() if a == algo]
@@ -137,7 +144,7 @@ def choose_k(
         suites: the suites (default: :func:`lit_sb3.zoo.suites.load_suites`).
     """
     table = load_table() if table is None else table
-    row, note = _lookup(algo, env_family(env_id, suites), table)
+    row, note = lookup(algo, env_family(env_id, suites), table)
     if row is None:
         return 1, f"no measured efficiency for {algo}"
     if row.ratio < MIN_RATIO:
