@@ -337,7 +337,6 @@ def headline(aggregates: dict, timing: str) -> str:
     cells = [c for c in against["cells"] if c["runs"]["lit_sb3"] == c["runs"]["sb3"] == SEEDS]
     running = [f"{c['algo']} on {c['env']} ({c['runs']['lit_sb3']} + {c['runs']['sb3']} runs)"
                for c in against["cells"] if c not in cells]  # fmt: skip
-    done = {(c["algo"], c["env"]) for c in cells}
     started = {(c["algo"], c["env"]) for c in against["cells"]}
     pending = [f"{c.algo} on {c.env}" for c in CELLS if c.tier == 1 and (c.algo, c.env) not in started]
     lines = [
@@ -351,7 +350,7 @@ def headline(aggregates: dict, timing: str) -> str:
                      f"{poi['point']:.2f} [{poi['low']:.2f}, {poi['high']:.2f}] | {c['verdict']} | "
                      f"{wall['lit_sb3']:,.0f} s / {wall['sb3']:,.0f} s ({wall['sb3'] / wall['lit_sb3']:.2f}x) |")  # fmt: skip
     ratio = next((line for line in timing.splitlines() if line.startswith("SB3 (rl_zoo3) / lit_sb3")), "")
-    lines += ["", f"{len(done)} cells, {SEEDS} seeds a side each. Verdict: exact permutation test of P(lit_sb3 > SB3) "
+    lines += ["", f"{len(cells)} cells, {SEEDS} seeds a side each. Verdict: exact permutation test of P(lit_sb3 > SB3) "
               f"per cell, Holm over the cells (family-wise error <= {against['alpha']}); 'equivalent' when the interval "
               f"lies inside 0.5 +- {against['margin']}; 'open' otherwise. Process time: each side's runs, a seed "
               "batch's time shared by its seeds."]  # fmt: skip
